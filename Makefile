@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint pytest bench clean
+
+$(STAMP): pyproject.toml requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e . -r requirements-dev.txt
+	touch $@
+
+## make run: install, then run ExportLens on the bundled examples (problems found exit 1: expected)
+run: $(STAMP)
+	$(BIN)/exportlens check examples/; status=$$?; test $$status -le 1
+
+## make test: everything CI checks
+test: lint pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check server tests bench
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/engine_latency.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

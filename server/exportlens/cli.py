@@ -1,0 +1,131 @@
+"""`exportlens check` for terminals and CI, and `exportlens serve` for editors."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from exportlens import __version__
+from exportlens.engine import Engine, EngineSettings
+from exportlens.model import ERROR, WARNING, Diagnostic, Report
+
+LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+
+
+def _display_path(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def format_text(report: Report, seconds: float) -> str:
+    out = []
+    for d in report.diagnostics:
+        first, *rest = d.message.splitlines() or [""]
+        out.append(f"{_display_path(d.file)}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
+                   f"{LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
+        out.extend(f"    {line}" for line in rest)
+        for rel in d.related:
+            out.append(f"    {_display_path(rel.file)}:{rel.range.start.line + 1}:{rel.range.start.character + 1}: note: {rel.message}")
+    problems = count_problems(report)
+    targets = len(report.targets)
+    out.append(f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} "
+               f"({seconds:.1f} s, torch {report.torch_version})")
+    return "\n".join(out)
+
+
+def count_problems(report: Report) -> int:
+    return sum(1 for d in report.diagnostics if d.severity in (ERROR, WARNING))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exportlens", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"exportlens {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per file (default 120)")
+    check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
+    check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
+    check.add_argument("--fix", action="store_true", help="apply every preferred fix")
+    check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
+    check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
+    serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
+    serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
+    return parser
+
+
+async def _check(args: argparse.Namespace) -> tuple[Report, float]:
+    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb)
+    log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    engine = Engine(settings, log=log)
+    started = time.perf_counter()
+    try:
+        report = await engine.check_paths(args.paths)
+    finally:
+        await engine.close()
+    return report, time.perf_counter() - started
+
+
+def _with_fixes(report: Report) -> None:
+    try:
+        from exportlens import quickfix
+    except ImportError:
+        return
+    quickfix.attach(report.diagnostics)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        for p in missing:
+            print(f"exportlens: error: no such file or directory: {p}", file=sys.stderr)
+        return 2
+    report, seconds = asyncio.run(_check(args))
+    _with_fixes(report)
+    if args.fix or args.diff:
+        from exportlens import quickfix
+
+        changed = quickfix.apply_preferred(report.diagnostics, write=args.fix)
+        if args.diff:
+            sys.stdout.write(changed.diff)
+        if args.fix:
+            print(changed.summary(), file=sys.stderr)
+        return 1 if count_problems(report) else 0
+    if args.format == "json":
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    elif args.format == "sarif":
+        from exportlens.sarif import to_sarif
+
+        print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=os.getcwd()), indent=2, ensure_ascii=False))
+    else:
+        print(format_text(report, seconds))
+    broken = [d for d in report.diagnostics if d.code == "worker-crashed" and "could not start its worker" in d.message]
+    if broken:
+        return 2
+    return 1 if count_problems(report) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        from exportlens.server import serve
+
+        serve()
+        return 0
+    try:
+        return run_check(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # an internal error: say it plainly, exit 2
+        print(f"exportlens: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def diagnostics_json(diags: list[Diagnostic]) -> list[dict[str, Any]]:
+    return [d.to_json() for d in diags]

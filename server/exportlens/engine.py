@@ -1,0 +1,204 @@
+"""The engine: one call from a file path to its diagnostics, shared by the CLI and the server.
+
+Reads and syntax-checks the file (no user code runs for that), finds its targets statically,
+runs them in the warm worker, and turns the worker's events into placed diagnostics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from exportlens import findings, placement, project, targets
+from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
+from exportlens.source import Source, SourceError, read_source
+from exportlens.worker_client import WorkerClient, WorkerUnavailable
+
+
+@dataclass
+class EngineSettings:
+    python: str | None = None  # the interpreter with the user's torch; None = this one
+    timeout: float = 120.0  # seconds per job
+    memory_mb: int = 8192  # address space a job may add; 0 = unlimited
+    extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
+    warmup: bool = True
+
+
+@dataclass
+class FileResult:
+    path: str
+    targets: list[TargetResult] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    ran: bool = False  # whether user code was run for it
+
+
+class SourceCache:
+    """Files read for placement, once per check (a helper module may be hit many times)."""
+
+    def __init__(self, overrides: dict[str, str] | None = None) -> None:
+        self._cache: dict[str, Source | None] = {}
+        self.overrides = overrides or {}
+
+    def __call__(self, path: str) -> Source | None:
+        path = os.path.abspath(path)
+        if path not in self._cache:
+            if path in self.overrides:
+                self._cache[path] = Source(path, self.overrides[path])
+            else:
+                try:
+                    self._cache[path] = read_source(path)
+                except SourceError:
+                    self._cache[path] = None
+        return self._cache[path]
+
+
+def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """One finding per user line and code; occurrences add up."""
+    merged: dict[tuple[str, int, str], Diagnostic] = {}
+    for d in diags:
+        key = (d.file, d.range.start.line, d.code)
+        first = merged.get(key)
+        if first is None:
+            merged[key] = d
+            continue
+        if d.target and d.target not in first.target.split(", "):
+            first.target = f"{first.target}, {d.target}"
+        first.data["occurrences"] = int(first.data.get("occurrences", 1)) + int(d.data.get("occurrences", 1))
+        for rel in d.related:
+            if rel not in first.related:
+                first.related.append(rel)
+    return sorted(merged.values(), key=lambda d: (d.file, d.range.start, d.code))
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None) -> None:
+        self.settings = settings or EngineSettings()
+        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log)
+
+    @property
+    def torch_version(self) -> str:
+        return str(self.worker.info.get("torch", "unknown"))
+
+    async def start(self) -> dict[str, Any]:
+        return await self.worker.start()
+
+    async def close(self) -> None:
+        await self.worker.close()
+
+    def plan(self, path: str, text: str | None = None) -> tuple[Source | None, targets.FileTargets | None, list[Diagnostic], str]:
+        """Static part of a check: read, syntax-check and find targets. Runs no user code."""
+        path = os.path.abspath(path)
+        root = project.find_root(path)
+        cfg = project.load_config(root)
+        try:
+            src = Source(path, text) if text is not None else read_source(path)
+        except SourceError as exc:
+            rng = Range.of(exc.line - 1, 0, exc.line - 1, 1)
+            return None, None, [Diagnostic(path, rng, ERROR, "syntax-error", str(exc), "")], root
+        try:
+            compile(src.text, path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return src, None, [syntax_diagnostic(src, exc)], root
+        except ValueError as exc:  # e.g. NUL bytes
+            return src, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")], root
+        tree = src.tree
+        assert tree is not None
+        factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
+        found = targets.discover(tree, path, factories)
+        diags = []
+        if cfg.error:
+            diags.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.error, ""))
+        return src, found, diags, root
+
+    async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
+                         on_target: Callable[[TargetResult], None] | None = None) -> FileResult:
+        """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk)."""
+        path = os.path.abspath(path)
+        result = FileResult(path)
+        src, found, diags, root = self.plan(path, text)
+        result.diagnostics.extend(diags)
+        if found is None:
+            return result
+        if not found.targets:
+            if explicit:
+                result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target",
+                                                     targets.NO_TARGET_HELP, ""))
+            return result
+        cache = SourceCache({path: src.text} if src is not None and text is not None else None)
+        result.ran = True
+        job = found.job(path, root)
+        seen: set[str] = set()
+        raw: list[Diagnostic] = []
+        started = time.perf_counter()
+        try:
+            async for event in self.worker.run(job, timeout=self.settings.timeout, memory_mb=self.settings.memory_mb):
+                kind = event.get("event")
+                if kind == "target":
+                    ctx = findings.Context(root, cache, event["name"], event["file"], int(event["line"]))
+                    got = findings.from_event(ctx, event)
+                    raw.extend(got)
+                    status = "error" if "exception" in event or "target_error" in event else ("problems" if got else "ok")
+                    tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"),
+                                      status, float(event.get("seconds", 0.0)))
+                    result.targets.append(tr)
+                    seen.add(tr.name)
+                    if on_target:
+                        on_target(tr)
+                elif kind == "done" and event.get("status") in ("crashed", "timeout"):
+                    pending = [t for t in found.targets if t.name not in seen] or found.targets[:1]
+                    t = pending[0]
+                    ctx = findings.Context(root, cache, t.name, path, t.line)
+                    raw.append(findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", "")))
+                    tr = TargetResult(t.name, path, t.line, t.kind, event["status"], time.perf_counter() - started)
+                    result.targets.append(tr)
+                    if on_target:
+                        on_target(tr)
+        except WorkerUnavailable as exc:
+            result.ran = False
+            t = found.targets[0]
+            raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(0, 0, 0, 0),
+                                  ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
+            result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
+        result.diagnostics.extend(_merge(raw))
+        return result
+
+    async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None) -> Report:
+        """Every Python file under `paths`; files named directly always get an answer."""
+        files: list[tuple[str, bool]] = []
+        for p in paths:
+            explicit = os.path.isfile(p)
+            files.extend((f, explicit) for f in project.python_files(p))
+        report = Report(torch_version="unknown")
+        for file, explicit in files:
+            res = await self.check_file(file, explicit=explicit)
+            report.targets.extend(res.targets)
+            report.diagnostics.extend(res.diagnostics)
+            if on_file:
+                on_file(res)
+        if self.worker.info:
+            report.torch_version = self.torch_version
+        return report
+
+
+def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:
+    line = int(exc.lineno or 1)
+    text = src.line(line)
+    col = max(0, int(exc.offset or 1) - 1)  # code points, 1-based
+    end_line = int(getattr(exc, "end_lineno", None) or line)
+    end_col = int(getattr(exc, "end_offset", None) or 0) - 1
+    start = src.position(line, len(text[:col].encode()))
+    if end_line == line and end_col > col:
+        end = src.position(line, len(text[:end_col].encode()))
+    else:
+        end = src.line_range(line).end if src.line_range(line).end > start else start
+    if end <= start:
+        end = type(start)(start.line, start.character + 1)
+    return Diagnostic(src.path, Range(start, end), ERROR, "syntax-error", f"SyntaxError: {exc.msg}", "")
+
+
+def run_sync(coro: Any) -> Any:
+    return asyncio.run(coro)

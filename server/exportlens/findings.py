@@ -1,0 +1,365 @@
+"""From the worker's raw events to placed, deduplicated, readable diagnostics.
+
+One target event (a draft-export report, an exception, a crash) becomes diagnostics on the
+user's own lines, in the user's own names. The raw facts stay in `Diagnostic.data` for the
+quick fixes and the hover.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from exportlens import placement, symbols
+from exportlens.model import ERROR, WARNING, Diagnostic, Range, Related
+from exportlens.placement import Frame, SourceLoader
+from exportlens.source import Source
+
+SEVERITY = {"mismatched-fake-kernel": WARNING}
+
+_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_DRAFT_FOOTER = re.compile(r"\n\s*(The error above occurred when calling torch\.export\.export|"
+                           r"If you would like to view|For more information about this error|"
+                           r"To execute this test, run|from user code:).*", re.S)
+
+
+@dataclass
+class Context:
+    """What a target's findings need: the project, a way to read files, where the target is."""
+
+    root: str
+    load: SourceLoader
+    target: str
+    target_file: str
+    target_line: int
+
+    def source(self, path: str) -> Source | None:
+        return self.load(path)
+
+
+def _diag(ctx: Context, file: str, rng: Range, code: str, message: str, *, related: list[Related] | None = None,
+          data: dict[str, Any] | None = None, severity: int | None = None) -> Diagnostic:
+    return Diagnostic(file=file, range=rng, severity=severity or SEVERITY.get(code, ERROR), code=code,
+                      message=message, target=ctx.target, related=related or [], data=data or {})
+
+
+def _base(path: str) -> str:
+    return os.path.basename(path)
+
+
+def _outer_related(ctx: Context, frames: list[Frame], what: str) -> list[Related]:
+    out = []
+    for fr in reversed(frames):
+        src = ctx.source(fr.file)
+        if src is None:
+            continue
+        out.append(Related(fr.file, placement.statement_range(src, fr.line), f"{what} from here ({fr.name or 'module'})"))
+    return out
+
+
+def _target_anchor(ctx: Context) -> tuple[str, Range]:
+    src = ctx.source(ctx.target_file)
+    if src is None:
+        return ctx.target_file, Range.of(max(0, ctx.target_line - 1), 0, max(0, ctx.target_line - 1), 0)
+    return ctx.target_file, placement.statement_range(src, ctx.target_line)
+
+
+def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+    """All diagnostics of one `target` event of the worker."""
+    if "exception" in event:
+        return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
+    if "target_error" in event:
+        file, rng = _target_anchor(ctx)
+        return [_diag(ctx, file, rng, "target-error", f"{event['target_error']}.")]
+    out: list[Diagnostic] = []
+    for failure in event.get("failures", []):
+        if failure.get("xfail"):
+            continue
+        failure = {**failure, "values": event.get("values") or {}}
+        kind = failure.get("type", "")
+        if kind in ("DATA_DEPENDENT_ERROR", "DATA_DEPENDENT"):
+            out.extend(data_dependent(ctx, failure))
+        elif kind in ("GUARD_ADDED", "CONSTRAINT_VIOLATION_ERROR", "CONSTRAINT_VIOLATION"):
+            out.extend(guard_added(ctx, failure))
+        elif kind in ("MISSING_FAKE_KERNEL",):
+            out.extend(fake_kernel(ctx, failure, mismatched=False))
+        elif kind in ("MISMATCHED_FAKE_KERNEL",):
+            out.extend(fake_kernel(ctx, failure, mismatched=True))
+        else:
+            file, rng = _target_anchor(ctx)
+            out.append(_diag(ctx, file, rng, "export-error",
+                             f"Draft export reported a problem of a kind ExportLens does not know yet ({kind}): "
+                             f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data={"raw": failure}))
+    return out
+
+
+def _primary(ctx: Context, failure: dict[str, Any]) -> tuple[Frame | None, list[Frame]]:
+    frames = placement.user_frames(failure.get("user_stack") or [], ctx.root)
+    if not frames:
+        frames = placement.user_frames(failure.get("stack") or [], ctx.root)
+    if not frames:
+        return None, []
+    return frames[-1], frames[:-1]
+
+
+def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
+    frame, outer = _primary(ctx, failure)
+    expr = failure.get("expr", "")
+    result = failure.get("result")
+    occurrences = int(failure.get("occurrences") or 1)
+    fl = failure.get("frame_locals") or {}
+    names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
+    source_expr, unmapped = symbols.to_python(expr, names)
+    values = {k: v for k, v in (failure.get("values") or {}).items() if k in symbols.symbols_in(expr)}
+    is_condition = result in ("True", "False")
+    data: dict[str, Any] = {
+        "expr": expr, "result": result, "occurrences": occurrences, "names": names,
+        "source_expr": source_expr if not unmapped else None, "locals": fl.get("locals") or {},
+        "values": values, "kind": "condition" if is_condition else "value",
+    }
+    if frame is None:
+        file, rng = _target_anchor(ctx)
+        data["placed"] = "target"
+        return [_diag(ctx, file, rng, "data-dependent-guard",
+                      f"Draft export could not decide `{expr}` (a data-dependent guard) and the stack torch kept "
+                      f"has no line of this project. It assumed {result}.", data=data)]
+    src = ctx.source(frame.file)
+    mapped_names = {names[s] for s in symbols.symbols_in(expr) if s in names}
+    if src is not None:
+        rng, stmt = placement.guard_range(src, frame.line, {n.split(".")[0].split("[")[0] for n in mapped_names})
+        data["statement_line"] = stmt.lineno if stmt is not None else frame.line
+        data["statement_kind"] = type(stmt).__name__.lower() if stmt is not None else ""
+        test = src.text_of(rng)
+        data["test_text"] = test
+    else:
+        rng, test = Range.of(frame.line - 1, 0, frame.line - 1, 0), ""
+    data["user_line"] = frame.line
+    tensor_condition = bool(unmapped) and not any(s in names for s in symbols.symbols_in(expr))
+    data["tensor_condition"] = tensor_condition
+    if not is_condition and not tensor_condition:
+        spelled = source_expr if not unmapped else expr
+        pins = [f"{names[s]} == {v}" for s, v in sorted(values.items()) if s in names and isinstance(v, int)]
+        data["pin"] = " and ".join(pins) if pins and not unmapped else None
+        msg = (f"Draft export could not determine the value of `{spelled}` (torch saw `{expr}`): this call "
+               f"needs it as a plain integer, and it comes from a tensor's data. With the example inputs it was "
+               f"{result}, so the exported program is specialised to that.")
+        if data["pin"]:
+            msg += (f" A range check does not help here: pin the value with `torch._check({data['pin']})` "
+                    f"(the program then accepts only that value), or compute the size without reading tensor data.")
+    elif tensor_condition:
+        what = f"the tensor condition `{test}`" if test else f"`{expr}`"
+        msg = (f"Draft export could not decide {what}: it depends on the values inside a tensor "
+               f"(torch saw `{expr}`). With the example inputs it was {result}, so the exported program "
+               f"keeps only that branch and asserts it at run time. Rewrite the branch with torch.cond "
+               f"to export both paths.")
+    else:
+        spelled = source_expr if not unmapped else expr
+        where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
+        msg = (f"Draft export could not decide `{spelled}`: the value comes from a tensor's data "
+               f"(torch saw `{expr}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
+               f"so the exported program assumes that and asserts it at run time.")
+        if source_expr and not unmapped:
+            msg += f" Add `torch._check({source_expr if result != 'False' else symbols.negated(source_expr)})` above this line to state the assumption"
+            msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
+    if occurrences > 1:
+        msg += f" Reached {occurrences} times (the first is shown)."
+    return [_diag(ctx, frame.file, rng, "data-dependent-guard", msg,
+                  related=_outer_related(ctx, outer, "called"), data=data)]
+
+
+def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
+    frame, outer = _primary(ctx, failure)
+    expr = failure.get("expr", "")
+    fl = failure.get("frame_locals") or {}
+    names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
+    source_expr, unmapped = symbols.to_python(expr, names)
+    spelled = source_expr or expr
+    dims = []
+    for sym, src_text in (failure.get("symbol_to_sources") or {}).items():
+        m = re.match(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(src_text))
+        if m:
+            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2))})
+    value = None
+    m = re.match(r"Eq\((\w+), (-?\d+)\)$", expr.strip())
+    if m:
+        value = int(m.group(2))
+    data = {"expr": expr, "source_expr": source_expr, "names": names, "dims": dims, "value": value,
+            "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
+            "export_call": {"file": ctx.target_file, "line": ctx.target_line}}
+    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" for d in dims) or "a dimension"
+    msg = (f"{dim_text} is marked dynamic in dynamic_shapes, but this code specialises it"
+           f"{f' to {value}' if value is not None else ''}: torch added the guard `{spelled}` (`{expr}`), "
+           f"so torch.export.export fails with a constraint violation. Mark the dimension static "
+           f"(Dim.STATIC) if it really is fixed, or use Dim.AUTO to let export keep it dynamic where it can.")
+    related = []
+    tsrc = ctx.source(ctx.target_file)
+    if tsrc is not None:
+        related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line),
+                               "the dynamic_shapes of this target"))
+    if frame is None:
+        file, rng = _target_anchor(ctx)
+        return [_diag(ctx, file, rng, "guard-added", msg, data=data)]
+    src = ctx.source(frame.file)
+    rng = placement.guard_range(src, frame.line, set())[0] if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
+    data["user_line"] = frame.line
+    return [_diag(ctx, frame.file, rng, "guard-added", msg,
+                  related=related + _outer_related(ctx, outer, "called"), data=data)]
+
+
+def _profile_text(profiles: list[dict[str, Any]]) -> str:
+    outs = []
+    for p in profiles:
+        out = p.get("out")
+        items = out if isinstance(out, list) else [out]
+        outs.append(", ".join(f"rank {o['rank']} {o['dtype']}" for o in items if o) or "no tensor")
+    return "; ".join(sorted(set(outs)))
+
+
+def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> list[Diagnostic]:
+    op = failure.get("op", "")
+    qualname = failure.get("qualname") or op
+    profiles = failure.get("profiles") or []
+    definition = failure.get("definition")
+    fake = failure.get("fake")
+    func = (definition or {}).get("function") or qualname.split("::")[-1]
+    code = "mismatched-fake-kernel" if mismatched else "missing-fake-kernel"
+    reason = (failure.get("reason") or "").strip()
+    real = _profile_text(profiles)
+    data = {"op": op, "qualname": qualname, "profiles": profiles, "definition": definition,
+            "fake": fake if fake and ctx.source(fake["file"]) and placement.is_user_file(fake["file"], ctx.root) else None,
+            "reason": reason}
+    # every call site in the user's code, from the exported graph's stack traces
+    sites: list[Frame] = []
+    for stack in failure.get("call_sites") or []:
+        frames = placement.user_frames(stack, ctx.root)
+        if frames and frames[-1] not in sites:
+            sites.append(frames[-1])
+    anchors: list[tuple[str, Range, str]] = []
+    call_name = qualname.split("::")[-1]
+    for site in sites:
+        src = ctx.source(site.file)
+        if src is not None:
+            anchors.append((site.file, placement.call_range(src, site.line, call_name), "call"))
+    def_anchor = None
+    if definition and placement.is_user_file(definition.get("file"), ctx.root):
+        src = ctx.source(definition["file"])
+        if src is not None:
+            def_anchor = (definition["file"], placement.definition_range(src, int(definition["line"])), "definition")
+    fake_anchor = None
+    if mismatched and data["fake"]:
+        src = ctx.source(fake["file"])  # type: ignore[index]
+        if src is not None:
+            fake_anchor = (fake["file"], placement.definition_range(src, int(fake["line"])), "fake")  # type: ignore[index]
+    data["call_sites"] = [{"file": f, "range": r.to_json()} for f, r, _ in anchors]
+    if mismatched:
+        detail = _mismatch_text(reason)
+        head = (f"The fake kernel of `{qualname}` disagrees with the real kernel ({detail}). "
+                f"Export passes, but the exported program carries the wrong {('dtype' if 'dtype' in detail.lower() else 'shape')}: "
+                f"the real output is {real or 'unknown'}.")
+        advice = " Correct the fake function so it returns what the real kernel returns."
+    else:
+        head = (f"The custom op `{qualname}` has no fake kernel, so export cannot know the shape of its output"
+                f"{f' (draft export saw the real output: {real})' if real else ''}.")
+        advice = (f" Register one with `@{func}.register_fake`." if definition and definition.get("kind") == "custom_op"
+                  else f" Register one with `@torch.library.register_fake(\"{qualname}\")`.")
+    if not anchors and def_anchor is None and fake_anchor is None:
+        file, rng = _target_anchor(ctx)
+        anchors.append((file, rng, "target"))
+    everything = anchors + [a for a in (def_anchor, fake_anchor) if a is not None]
+    out = []
+    for file, rng, role in everything:
+        related = [Related(f, r, _role_text(ro, qualname)) for f, r, ro in everything if (f, r) != (file, rng)]
+        if role == "definition":
+            msg = head + advice + (f" It is called at {', '.join(_base(f) + ':' + str(r.start.line + 1) for f, r, _ in anchors)}." if anchors else "")
+        elif role == "fake":
+            msg = f"This fake kernel of `{qualname}` is wrong: {detail}; the real output is {real or 'unknown'}."
+        else:
+            msg = head + advice
+        out.append(_diag(ctx, file, rng, code, msg, related=related, data={**data, "role": role}))
+    return out
+
+
+def _role_text(role: str, qualname: str) -> str:
+    return {"call": f"`{qualname}` is called here", "definition": f"`{qualname}` is defined here",
+            "fake": f"the fake kernel of `{qualname}`", "target": "the export target"}.get(role, role)
+
+
+def _mismatch_text(reason: str) -> str:
+    m = re.search(r"Dtypes (\S+) and (\S+) are not equal", reason)
+    if m:
+        return f"the fake output has dtype {m.group(2)}, the real one {m.group(1)}"
+    m = re.search(r"mismatch between fake value (\S+) and real value (\S+)", reason)
+    if m:
+        return f"a fake output size is {m.group(1)} where the real one is {m.group(2)}"
+    return reason or "metadata differs"
+
+
+def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str | None = None) -> Diagnostic:
+    """An exception raised by draft_export, by the user's code, or while building the target."""
+    chain = exc.get("chain") or []
+    syntax = exc.get("syntax")
+    if syntax and syntax.get("file") and syntax.get("line") and placement.is_user_file(syntax["file"], ctx.root):
+        src = ctx.source(syntax["file"])
+        if src is not None:
+            line = int(syntax["line"])
+            col = max(0, int(syntax.get("col") or 1) - 1)
+            text = src.line(line)
+            start = src.position(line, len(text[:col].encode()))
+            rng = Range(start, src.line_range(line).end if start < src.line_range(line).end else start)
+            return _diag(ctx, syntax["file"], rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
+                         data={"exception_type": "SyntaxError"})
+    frames: list[Frame] = []
+    for link in chain:
+        frames = placement.user_frames(link.get("frames") or [], ctx.root)
+        if frames:
+            break
+    if not frames:  # torch sometimes names the user's line only in its message
+        for m in _FILE_LINE.finditer(exc.get("message", "")):
+            if placement.is_user_file(m["file"], ctx.root):
+                frames = [Frame(m["file"], int(m["line"]))]
+    message = _clean_message(exc.get("message", ""))
+    kind = exc.get("type", "Exception")
+    code = "target-error" if target_error else "export-error"
+    if kind.endswith("SystemExit"):
+        text = f"{target_error or 'The script exited'}."
+    elif target_error:
+        text = f"{target_error[0].upper() + target_error[1:]}: {kind}: {message}"
+    else:
+        text = f"torch.export failed: {kind}: {message}"
+    data = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}
+    if frames:
+        frame = frames[-1]
+        src = ctx.source(frame.file)
+        rng = placement.frame_range(src, frame) if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
+        related = _outer_related(ctx, frames[:-1], "called")
+        if frame.file != ctx.target_file or frame.line != ctx.target_line:
+            tsrc = ctx.source(ctx.target_file)
+            if tsrc is not None and not target_error:
+                related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line), "the export target"))
+        return _diag(ctx, frame.file, rng, code, text, related=related, data=data)
+    file, rng = _target_anchor(ctx)
+    return _diag(ctx, file, rng, code, text, data=data)
+
+
+def _clean_message(message: str, limit: int = 12) -> str:
+    text = _DRAFT_FOOTER.sub("", message).strip()
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) > limit:
+        lines = lines[:limit] + ["…"]
+    return "\n".join(lines) or "(no message)"
+
+
+def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str) -> Diagnostic:
+    file, rng = _target_anchor(ctx)
+    tail = "\n".join(stderr.strip().splitlines()[-8:])
+    if status == "timeout":
+        msg = f"The analysis of this target did not finish: {detail}. Raise exportlens.timeoutSeconds if the model is just slow."
+        code = "worker-timeout"
+    else:
+        msg = f"The worker process running this target crashed: {detail}."
+        code = "worker-crashed"
+    if tail:
+        msg += f"\nLast output:\n{tail}"
+    return _diag(ctx, file, rng, code, msg, data={"detail": detail})

@@ -1,0 +1,182 @@
+"""The plain-JSON shapes shared by the engine, the CLI, the fixes and the language server.
+
+Positions follow LSP: 0-based lines, 0-based characters counted in UTF-16 code units.
+Everything here is standard library only so the worker, the server and the CLI can all use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+# LSP DiagnosticSeverity values.
+ERROR, WARNING, INFORMATION, HINT = 1, 2, 3, 4
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int
+    character: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"line": self.line, "character": self.character}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Position:
+        return cls(int(d["line"]), int(d["character"]))
+
+
+@dataclass(frozen=True, order=True)
+class Range:
+    start: Position
+    end: Position
+
+    @classmethod
+    def of(cls, line: int, character: int, end_line: int, end_character: int) -> Range:
+        return cls(Position(line, character), Position(end_line, end_character))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"start": self.start.to_json(), "end": self.end.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Range:
+        return cls(Position.from_json(d["start"]), Position.from_json(d["end"]))
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace `range` of `file` with `new_text` (an insertion has an empty range)."""
+
+    file: str
+    range: Range
+    new_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "range": self.range.to_json(), "newText": self.new_text}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TextEdit:
+        return cls(d["file"], Range.from_json(d["range"]), d["newText"])
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    edits: tuple[TextEdit, ...]
+    is_preferred: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "isPreferred": self.is_preferred,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Fix:
+        return cls(d["title"], tuple(TextEdit.from_json(e) for e in d["edits"]), bool(d["isPreferred"]))
+
+
+@dataclass(frozen=True)
+class Related:
+    file: str
+    range: Range
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "range": self.range.to_json(), "message": self.message}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Related:
+        return cls(d["file"], Range.from_json(d["range"]), d["message"])
+
+
+@dataclass
+class Diagnostic:
+    """One deduplicated finding, placed on the user's line.
+
+    `data` keeps the raw facts (guard expression, locals, op profiles, dynamic shapes...)
+    that the quick fixes and the hover need.
+    """
+
+    file: str
+    range: Range
+    severity: int
+    code: str
+    message: str
+    target: str
+    related: list[Related] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, with_data: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "file": self.file,
+            "range": self.range.to_json(),
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "target": self.target,
+            "related": [r.to_json() for r in self.related],
+            "fixes": [f.to_json() for f in self.fixes],
+        }
+        if with_data:
+            out["data"] = self.data
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Diagnostic:
+        return cls(
+            file=d["file"],
+            range=Range.from_json(d["range"]),
+            severity=int(d["severity"]),
+            code=d["code"],
+            message=d["message"],
+            target=d.get("target", ""),
+            related=[Related.from_json(r) for r in d.get("related", [])],
+            fixes=[Fix.from_json(f) for f in d.get("fixes", [])],
+            data=dict(d.get("data", {})),
+        )
+
+
+@dataclass
+class TargetResult:
+    name: str
+    file: str
+    line: int  # 1-based, as in the JSON output
+    kind: str  # "export" | "compile" | "trace"
+    status: str  # "ok" | "problems" | "error" | "timeout" | "crashed"
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "file": self.file,
+            "line": self.line,
+            "kind": self.kind,
+            "status": self.status,
+            "seconds": round(self.seconds, 4),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TargetResult:
+        return cls(d["name"], d["file"], int(d["line"]), d["kind"], d["status"], float(d["seconds"]))
+
+
+@dataclass
+class Report:
+    """The result of one check: what the CLI prints and the server publishes."""
+
+    torch_version: str
+    targets: list[TargetResult] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": SCHEMA_VERSION,
+            "torch": self.torch_version,
+            "targets": [t.to_json() for t in self.targets],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }

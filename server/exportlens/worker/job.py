@@ -1,0 +1,225 @@
+"""One job, in its own fresh process: run the user's file, analyse every target it names.
+
+A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool}`.
+Each analysed target is written to `emit` as soon as it is done, so a crash later in the
+script keeps the targets already finished.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+
+from exportlens.worker import capture
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+class Recorder:
+    """Stands in for `torch.export.export` while the user's script runs.
+
+    Each call runs `draft_export` with the same arguments, reports it as a target, and
+    returns the draft program so the script goes on as it would have.
+    """
+
+    def __init__(self, emit: Emit, root: str) -> None:
+        self.emit = emit
+        self.root = root
+        self.defines: dict[str, dict[str, Any]] = {}
+        self.reported: set[int] = set()
+        self.values: dict[str, Any] = {}
+        self.count = 0
+        self._active = False
+        self._export = torch.export.export
+        self._draft = torch.export.draft_export
+
+    def install(self) -> None:
+        torch.export.export = self._record  # type: ignore[assignment]
+        torch.export.draft_export = self._record  # type: ignore[assignment]
+        self._wrap_define()
+        self._wrap_real_values()
+
+    def _wrap_real_values(self) -> None:
+        """Keep the real value draft export saw for each unbacked symbol (`u0` was 4)."""
+        from torch.fx.experimental import symbolic_shapes
+
+        original = getattr(symbolic_shapes.ShapeEnv, "set_real_tensor_prop_unbacked_vals", None)
+        if original is None:
+            return
+        values = self.values
+
+        def record(env: Any, k: Any, v: Any) -> Any:
+            try:
+                values.setdefault(str(k), v.item() if isinstance(v, torch.Tensor) else int(v) if float(v).is_integer() else float(v))
+            except Exception:
+                pass
+            return original(env, k, v)
+
+        symbolic_shapes.ShapeEnv.set_real_tensor_prop_unbacked_vals = record  # type: ignore[method-assign]
+
+    def _wrap_define(self) -> None:
+        """Remember where each `torch.library` op was defined: torch keeps no location."""
+        lib_define = torch.library.Library.define
+        defines = self.defines
+
+        def define(lib: Any, schema: str, *args: Any, **kwargs: Any) -> Any:
+            name = lib_define(lib, schema, *args, **kwargs)
+            caller = _user_caller()
+            if caller is not None:
+                op = schema.split("(", 1)[0].strip()
+                defines.setdefault(f"{lib.ns}::{op}", caller)
+            return name
+
+        torch.library.Library.define = define  # type: ignore[method-assign]
+
+        plain_define = torch.library.define
+
+        def define_fn(qualname: Any, schema: Any, *args: Any, **kwargs: Any) -> Any:
+            caller = _user_caller()
+            if caller is not None and isinstance(qualname, str):
+                defines.setdefault(qualname, caller)
+            return plain_define(qualname, schema, *args, **kwargs)
+
+        torch.library.define = define_fn  # type: ignore[assignment]
+
+    def _record(self, mod: Any, args: Any, kwargs: Any = None, *, dynamic_shapes: Any = None,
+                strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
+                prefer_deferred_runtime_asserts_over_guards: bool = False, **rest: Any) -> Any:
+        if self._active:  # torch calling export internally
+            return self._export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
+                                preserve_module_call_signature=preserve_module_call_signature, **rest)
+        frame = sys._getframe(1)
+        file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
+        self.count += 1
+        name = f"export at {os.path.basename(file)}:{line}"
+        return self.run(name, file, line, mod, args, kwargs, dynamic_shapes=dynamic_shapes,
+                        strict=strict, preserve_module_call_signature=preserve_module_call_signature,
+                        prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
+
+    def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None,
+            reraise: bool = True, **options: Any) -> Any:
+        """draft_export one target and emit its result; re-raise what export raised."""
+        started = time.perf_counter()
+        self._active = True
+        self.values.clear()
+        try:
+            ep = self._draft(mod, args, kwargs, **options)
+        except Exception as exc:  # draft_export re-raises all but constraint violations
+            self.reported.add(id(exc))
+            self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
+                       "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc)})
+            if reraise:
+                raise
+            return None
+        finally:
+            self._active = False
+        seconds = time.perf_counter() - started
+        failures = capture.report_failures(ep, self.defines)
+        self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
+                   "seconds": seconds, "failures": failures, "values": dict(self.values)})
+        return ep
+
+
+def _user_caller() -> dict[str, Any] | None:
+    """The innermost frame outside torch and exportlens (who called the registration)."""
+    frame = sys._getframe(2)
+    torch_dir = os.path.dirname(torch.__file__)
+    here = os.path.dirname(os.path.dirname(__file__))
+    while frame is not None:
+        fn = frame.f_code.co_filename
+        if not fn.startswith(torch_dir) and not fn.startswith(here):
+            return {"file": os.path.abspath(fn), "line": frame.f_lineno}
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _is_module(obj: Any) -> bool:
+    return isinstance(obj, torch.nn.Module)
+
+
+def _from_spec(spec: Any) -> dict[str, Any]:
+    """A factory's result: a dict with the ExportDB names, or a tuple (model, args[, kwargs])."""
+    if isinstance(spec, dict):
+        return spec
+    if isinstance(spec, (tuple, list)) and 2 <= len(spec) <= 3:
+        out = {"model": spec[0], "example_args": spec[1]}
+        if len(spec) == 3:
+            out["example_kwargs"] = spec[2]
+        return out
+    raise TypeError(
+        "an exportlens factory must return a dict with 'model' and 'example_args' "
+        f"(optional 'example_kwargs', 'dynamic_shapes') or a tuple (model, args); got {type(spec).__name__}"
+    )
+
+
+def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, Any], emit: Emit) -> None:
+    model = spec.get("model")
+    args = spec.get("example_args", ())
+    if not _is_module(model):
+        emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
+              "target_error": f"'model' must be a torch.nn.Module instance, got {type(model).__name__}"})
+        return
+    if not isinstance(args, tuple):
+        args = tuple(args) if isinstance(args, list) else (args,)
+    rec.run(name, file, line, model, args, spec.get("example_kwargs"),
+            reraise=False, dynamic_shapes=spec.get("dynamic_shapes"), strict=bool(spec.get("strict", False)))
+
+
+def run(request: dict[str, Any], emit: Emit) -> None:
+    """Run the job described by `request`, emitting one event per target."""
+    file = os.path.abspath(request["file"])
+    root = os.path.abspath(request.get("root") or os.path.dirname(file))
+    rec = Recorder(emit, root)
+    rec.install()
+    sys.argv = [file]
+    sys.path[:0] = [os.path.dirname(file)] + ([root] if root != os.path.dirname(file) else [])
+    os.chdir(root)
+    run_name = "__main__" if request.get("main") else "__exportlens_target__"
+    started = time.perf_counter()
+    namespace: dict[str, Any] = {}
+    try:
+        namespace = runpy.run_path(file, run_name=run_name)
+    except SystemExit as exc:
+        if exc.code not in (None, 0) and rec.count == 0:
+            emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
+                  "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
+                  "target_error": f"the script called sys.exit({exc.code!r}) before any export"})
+        return
+    except BaseException as exc:
+        if id(exc) in rec.reported:
+            return
+        emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
+              "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
+              "target_error": "running the file raised"})
+        return
+    lines = request.get("lines", {})
+    if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
+        _safe_spec(rec, "model", file, int(lines.get("model", 1)), lambda: namespace, emit)
+    for factory in request.get("factories", []):
+        line = int(lines.get(factory, 1))
+        name = f"{os.path.basename(file)}:{factory}"
+        fn = namespace.get(factory)
+        if not callable(fn):
+            emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
+                  "target_error": f"no callable named '{factory}' in {os.path.basename(file)}"})
+            continue
+        _safe_spec(rec, name, file, line, lambda fn=fn: _from_spec(fn()), emit)
+
+
+def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[], dict[str, Any]], emit: Emit) -> None:
+    started = time.perf_counter()
+    try:
+        spec = make()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
+              "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
+              "target_error": "building the target raised"})
+        return
+    _run_spec(rec, name, file, line, spec, emit)

@@ -1,0 +1,335 @@
+"""The warm zygote: import torch once, warm draft_export up, fork a fresh child per job.
+
+Protocol (JSON lines). Requests on stdin:
+  {"op": "run", "id": str, "job": {...}, "timeout": seconds, "memory_mb": int}
+  {"op": "cancel", "id": str}
+Events on stdout: {"event": "ready", "torch": ..., "pid": ..., "warmup_seconds": ...},
+  {"event": "started", "id", "pid"}, {"event": "target", "id", ...} per target,
+  {"event": "done", "id", "status": "ok"|"crashed"|"timeout"|"cancelled", "detail", "stderr"}.
+Everything user code prints goes to a per-job file, never to the protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+_protocol_fd: int | None = None  # closed in every child so the server sees the zygote's EOF
+
+
+@dataclass
+class Child:
+    id: str
+    pid: int
+    fd: int
+    deadline: float
+    jobdir: str
+    proc: subprocess.Popen[bytes] | None = None
+    buffer: bytes = b""
+    ended: bool = False
+    eof: bool = False
+    status: int | None = None
+    cancelled: bool = False
+    timed_out: bool = False
+    events: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _warm_up() -> float:
+    """One tiny draft_export (with a data-dependent branch) pays torch's lazy start-up once."""
+    import torch
+
+    class WarmUp(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            if x.sum().item() > 0:
+                return x + 1
+            return x - 1
+
+    started = time.perf_counter()
+    torch.export.draft_export(WarmUp(), (torch.ones(2),))
+    return time.perf_counter() - started
+
+
+def _limit_memory(memory_mb: int) -> None:
+    """Cap the address space at what the child has now plus `memory_mb`."""
+    if memory_mb <= 0:
+        return
+    try:
+        with open("/proc/self/status") as fh:
+            vm = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)
+        limit = vm + memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (OSError, ValueError):
+        pass
+
+
+def run_child(request: dict[str, Any], result_fd: int, jobdir: str) -> None:
+    """Body of a job process: redirect the world, run the job, report, never return."""
+    code = 0
+    out: IO[str] | None = None
+    try:
+        os.setpgid(0, 0)
+        if _protocol_fd is not None:
+            os.close(_protocol_fd)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        log = os.open(os.path.join(jobdir, "output.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        tempfile.tempdir = jobdir
+        os.environ["TMPDIR"] = jobdir
+        import torch
+
+        torch.set_num_threads(1)  # OpenMP pools do not survive fork (torch-facts §5)
+        _limit_memory(int(request.get("memory_mb", 0)))
+        out = os.fdopen(result_fd, "w", buffering=1)
+
+        def emit(event: dict[str, Any]) -> None:
+            assert out is not None
+            out.write(json.dumps(event, default=str) + "\n")
+            out.flush()
+
+        from exportlens.worker import job
+
+        job.run(request["job"], emit)
+        emit({"event": "end"})
+    except BaseException:  # anything left is a bug of ours; the exit status says so
+        code = 70
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(code)
+
+
+class Zygote:
+    def __init__(self, protocol: IO[str]) -> None:
+        self.protocol = protocol
+        self.children: dict[int, Child] = {}
+        self.selector = selectors.DefaultSelector()
+        self.can_fork = hasattr(os, "fork") and sys.platform != "win32"
+
+    def send(self, event: dict[str, Any]) -> None:
+        self.protocol.write(json.dumps(event, default=str) + "\n")
+        self.protocol.flush()
+
+    def start(self, request: dict[str, Any]) -> None:
+        jobdir = tempfile.mkdtemp(prefix="exportlens-job-")
+        timeout = float(request.get("timeout") or 120.0)
+        if self.can_fork:
+            r, w = os.pipe()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                run_child(request, w, jobdir)
+            os.close(w)
+            child = Child(request["id"], pid, r, time.monotonic() + timeout, jobdir)
+        else:  # no fork here: a fresh interpreter per job, slower but just as isolated
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "exportlens.worker", "--one-job", jobdir],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+            child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, proc=proc)
+        self.children[child.fd] = child
+        self.selector.register(child.fd, selectors.EVENT_READ, child)
+        self.send({"event": "started", "id": child.id, "pid": child.pid})
+
+    def cancel(self, job_id: str) -> None:
+        for child in self.children.values():
+            if child.id == job_id:
+                child.cancelled = True
+                self._kill(child)
+
+    def _kill(self, child: Child) -> None:
+        for kill in (lambda: os.killpg(child.pid, signal.SIGKILL), lambda: os.kill(child.pid, signal.SIGKILL)):
+            try:
+                kill()
+                return
+            except OSError:
+                continue
+
+    def _read(self, child: Child) -> None:
+        try:
+            chunk = os.read(child.fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            child.eof = True
+            return
+        child.buffer += chunk
+        *lines, child.buffer = child.buffer.split(b"\n")
+        for raw in lines:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if event.get("event") == "end":
+                child.ended = True
+                continue
+            event["id"] = child.id
+            child.events += 1
+            self.send(event)
+
+    def _reap(self, child: Child, block: bool) -> bool:
+        if child.status is not None:
+            return True
+        if child.proc is not None:
+            code = child.proc.wait() if block else child.proc.poll()
+            if code is None:
+                return False
+            child.status = code if code >= 0 else -code | 0x10000
+            return True
+        pid, status = os.waitpid(child.pid, 0 if block else os.WNOHANG)
+        if pid == 0:
+            return False
+        child.status = status
+        return True
+
+    def _finish(self, child: Child) -> None:
+        self.selector.unregister(child.fd)
+        del self.children[child.fd]
+        if child.proc is None:
+            os.close(child.fd)
+        self._reap(child, block=True)
+        self._kill(child)  # grandchildren the user's code left behind
+        status, detail = self._verdict(child)
+        self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
+                   "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+        shutil.rmtree(child.jobdir, ignore_errors=True)
+
+    def _verdict(self, child: Child) -> tuple[str, str]:
+        if child.cancelled:
+            return "cancelled", "cancelled"
+        if child.timed_out:
+            return "timeout", "the job ran past its time limit and was stopped"
+        st = child.status or 0
+        if child.proc is not None:
+            if st & 0x10000:
+                return "crashed", f"killed by signal {_signal_name(st & 0xFFFF)}"
+            code = st
+        elif os.WIFSIGNALED(st):
+            return "crashed", f"killed by signal {_signal_name(os.WTERMSIG(st))}"
+        else:
+            code = os.WEXITSTATUS(st)
+        if child.ended and code == 0:
+            return "ok", ""
+        if code == 0:
+            return "crashed", "the process exited (os._exit?) before the analysis finished"
+        return "crashed", f"the process exited with status {code} before the analysis finished"
+
+    def serve(self, stdin: IO[bytes]) -> None:
+        os.set_blocking(stdin.fileno(), True)
+        self.selector.register(stdin.fileno(), selectors.EVENT_READ, None)
+        pending = b""
+        while True:
+            now = time.monotonic()
+            timeout = min((c.deadline - now for c in self.children.values()), default=None)
+            wait = 0.2 if timeout is None else max(0.0, min(timeout, 0.2))
+            for key, _ in self.selector.select(wait):
+                if key.data is None:
+                    chunk = os.read(stdin.fileno(), 1 << 16)
+                    if not chunk:
+                        for child in list(self.children.values()):
+                            self._kill(child)
+                        return
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for raw in lines:
+                        self._handle(raw)
+                else:
+                    child = key.data
+                    self._read(child)
+                    if child.eof:
+                        self._finish(child)
+            now = time.monotonic()
+            for child in list(self.children.values()):
+                if now >= child.deadline and not child.timed_out:
+                    child.timed_out = True
+                    self._kill(child)
+                elif self._reap(child, block=False) and not child.eof:
+                    # the child is gone but something it started holds the pipe open
+                    self._kill(child)
+                    while not child.eof:
+                        self._read(child)
+                    self._finish(child)
+
+    def _handle(self, raw: bytes) -> None:
+        if not raw.strip():
+            return
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            self.send({"event": "error", "message": "unparseable request"})
+            return
+        op = request.get("op")
+        if op == "run":
+            self.start(request)
+        elif op == "cancel":
+            self.cancel(str(request.get("id")))
+        elif op == "ping":
+            self.send({"event": "pong", "id": request.get("id")})
+
+
+def _tail(path: str, lines: int = 60) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 16384))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return str(num)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit
+        request = json.loads(sys.stdin.read())
+        run_child(request, os.dup(1), argv[1])
+    # The protocol keeps the real stdout; anything else printed goes to stderr.
+    global _protocol_fd
+    _protocol_fd = os.dup(1)
+    protocol = os.fdopen(_protocol_fd, "w", buffering=1)
+    os.dup2(2, 1)
+    started = time.perf_counter()
+    import torch
+
+    torch.set_num_threads(1)
+    imported = time.perf_counter() - started
+    warm = 0.0 if "--no-warmup" in argv else _warm_up()
+    zygote = Zygote(protocol)
+    zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
+                 "python": sys.version.split()[0], "import_seconds": round(imported, 3),
+                 "warmup_seconds": round(warm, 3), "fork": zygote.can_fork})
+    zygote.serve(sys.stdin.buffer)
+    return 0

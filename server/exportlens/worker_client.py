@@ -1,0 +1,149 @@
+"""The server's side of the worker: start the zygote, send jobs, stream their events back.
+
+It never imports torch. If the zygote dies it is started again on the next job; jobs that were
+running when it died end with a `crashed` event instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+READY_TIMEOUT = 180.0
+
+
+class WorkerUnavailable(Exception):
+    """The zygote could not start (no torch in that interpreter, a broken interpreter...)."""
+
+
+class WorkerClient:
+    def __init__(self, python: str | None = None, *, warmup: bool = True,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.python = python or sys.executable
+        self.warmup = warmup
+        self.log = log or (lambda line: None)
+        self.info: dict[str, Any] = {}
+        self._proc: asyncio.subprocess.Process | None = None
+        self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._ready: asyncio.Future[dict[str, Any]] | None = None
+        self._start_lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stderr_tail: list[str] = []
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def start(self) -> dict[str, Any]:
+        """Start the zygote if needed; return its `ready` event (torch version, timings)."""
+        async with self._start_lock:
+            if self.running and self._ready is not None and self._ready.done() and not self._ready.exception():
+                return self._ready.result()
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+            try:
+                self._proc = await asyncio.create_subprocess_exec(
+                    *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+                )
+            except OSError as exc:
+                raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+            loop = asyncio.get_running_loop()
+            self._ready = loop.create_future()
+            self._stderr_tail = []
+            self._tasks = [loop.create_task(self._read_events(self._proc, self._ready)),
+                           loop.create_task(self._read_stderr(self._proc))]
+            try:
+                self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
+            except asyncio.TimeoutError as exc:
+                await self.close()
+                raise WorkerUnavailable("the worker did not start within %d s" % READY_TIMEOUT) from exc
+            return self.info
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        async for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            self._stderr_tail = (self._stderr_tail + [line])[-40:]
+            self.log(line)
+
+    async def _read_events(self, proc: asyncio.subprocess.Process, ready: asyncio.Future[dict[str, Any]]) -> None:
+        assert proc.stdout is not None
+        async for raw in proc.stdout:
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                self.log(f"worker said something unexpected: {raw[:200]!r}")
+                continue
+            kind = event.get("event")
+            if kind == "ready" and not ready.done():
+                ready.set_result(event)
+            elif (queue := self._queues.get(str(event.get("id")))) is not None:
+                queue.put_nowait(event)
+        code = await proc.wait()
+        await asyncio.sleep(0)  # let the stderr reader catch up
+        if not ready.done():
+            ready.set_exception(WorkerUnavailable(self._startup_failure(code)))
+        for job_id, queue in list(self._queues.items()):
+            queue.put_nowait({"event": "done", "id": job_id, "status": "crashed",
+                              "detail": f"the worker process died (exit status {code})", "stderr": ""})
+
+    def _startup_failure(self, code: int) -> str:
+        tail = "\n".join(self._stderr_tail[-12:])
+        if "No module named 'torch'" in tail:
+            return f"the interpreter '{self.python}' has no torch installed (pip install torch)"
+        return f"the worker exited with status {code} while starting:\n{tail}"
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write((json.dumps(message) + "\n").encode())
+        await self._proc.stdin.drain()
+
+    async def run(self, job: dict[str, Any], *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[dict[str, Any]]:
+        """Run one job; yield its `started`, `target` … events, ending with `done`.
+
+        Cancelling the consumer kills the job's process.
+        """
+        await self.start()
+        job_id = str(next(self._ids))
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._queues[job_id] = queue
+        finished = False
+        try:
+            await self._send({"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb})
+            while True:
+                event = await queue.get()
+                yield event
+                if event.get("event") == "done":
+                    finished = True
+                    return
+        finally:
+            self._queues.pop(job_id, None)
+            if not finished and self.running:
+                try:
+                    await self._send({"op": "cancel", "id": job_id})
+                except (ConnectionError, RuntimeError, AssertionError):
+                    pass
+
+    async def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            try:
+                if proc.stdin is not None:
+                    proc.stdin.close()
+                await asyncio.wait_for(proc.wait(), 2.0)
+            except (asyncio.TimeoutError, ConnectionError):
+                proc.kill()
+                await proc.wait()
+        for task in self._tasks:
+            task.cancel()
+        self._tasks = []
