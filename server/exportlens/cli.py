@@ -102,13 +102,26 @@ def run_check(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         from exportlens.sarif import to_sarif
 
-        print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=os.getcwd()), indent=2, ensure_ascii=False))
+        root = _repository_root(os.path.abspath(args.paths[0]))
+        print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=root), indent=2, ensure_ascii=False))
     else:
         print(format_text(report, seconds))
     broken = [d for d in report.diagnostics if d.code == "worker-crashed" and "could not start its worker" in d.message]
     if broken:
         return 2
     return 1 if count_problems(report) else 0
+
+
+def _repository_root(path: str) -> str:
+    """SARIF paths are relative to the repository (what code scanning checks out), else cwd."""
+    cur = path if os.path.isdir(path) else os.path.dirname(path)
+    while True:
+        if os.path.exists(os.path.join(cur, ".git")):
+            return cur
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return os.getcwd()
+        cur = parent
 
 
 def main(argv: list[str] | None = None) -> int:

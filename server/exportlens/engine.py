@@ -56,11 +56,15 @@ class SourceCache:
         return self._cache[path]
 
 
+_ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-timeout"}
+
+
 def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One finding per user line and code; occurrences add up."""
-    merged: dict[tuple[str, int, str], Diagnostic] = {}
+    merged: dict[tuple[str, int, str, str], Diagnostic] = {}
     for d in diags:
-        key = (d.file, d.range.start.line, d.code)
+        distinct = d.message if d.code in _ONE_PER_MESSAGE else ""
+        key = (d.file, d.range.start.line, d.code, distinct)
         first = merged.get(key)
         if first is None:
             merged[key] = d

@@ -49,13 +49,16 @@ def _base(path: str) -> str:
     return os.path.basename(path)
 
 
-def _outer_related(ctx: Context, frames: list[Frame], what: str) -> list[Related]:
+def _outer_related(ctx: Context, frames: list[Frame], what: str, inner: Frame | None = None) -> list[Related]:
+    """The outer user frames, innermost first, each narrowed to the call of the next frame in."""
     out = []
+    callee = inner.name if inner is not None else ""
     for fr in reversed(frames):
         src = ctx.source(fr.file)
-        if src is None:
-            continue
-        out.append(Related(fr.file, placement.statement_range(src, fr.line), f"{what} from here ({fr.name or 'module'})"))
+        if src is not None:
+            rng = placement.call_range(src, fr.line, callee) if callee else placement.statement_range(src, fr.line)
+            out.append(Related(fr.file, rng, f"{what} from here ({fr.name or 'module'})"))
+        callee = fr.name
     return out
 
 
@@ -77,7 +80,7 @@ def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
     for failure in event.get("failures", []):
         if failure.get("xfail"):
             continue
-        failure = {**failure, "values": event.get("values") or {}}
+        failure = {**failure, "values": event.get("values") or {}, "spec": event.get("dynamic_shapes")}
         kind = failure.get("type", "")
         if kind in ("DATA_DEPENDENT_ERROR", "DATA_DEPENDENT"):
             out.extend(data_dependent(ctx, failure))
@@ -166,7 +169,7 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     if occurrences > 1:
         msg += f" Reached {occurrences} times (the first is shown)."
     return [_diag(ctx, frame.file, rng, "data-dependent-guard", msg,
-                  related=_outer_related(ctx, outer, "called"), data=data)]
+                  related=_outer_related(ctx, outer, "called", frame), data=data)]
 
 
 def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
@@ -180,7 +183,8 @@ def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     for sym, src_text in (failure.get("symbol_to_sources") or {}).items():
         m = re.match(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(src_text))
         if m:
-            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2))})
+            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2)),
+                         "name": _dim_name(failure.get("spec"), m.group(1), int(m.group(2)))})
     value = None
     m = re.match(r"Eq\((\w+), (-?\d+)\)$", expr.strip())
     if m:
@@ -188,7 +192,8 @@ def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     data = {"expr": expr, "source_expr": source_expr, "names": names, "dims": dims, "value": value,
             "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
             "export_call": {"file": ctx.target_file, "line": ctx.target_line}}
-    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" for d in dims) or "a dimension"
+    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" + (f" (Dim \"{d['name']}\")" if d["name"] else "")
+                         for d in dims) or "a dimension"
     msg = (f"{dim_text} is marked dynamic in dynamic_shapes, but this code specialises it"
            f"{f' to {value}' if value is not None else ''}: torch added the guard `{spelled}` (`{expr}`), "
            f"so torch.export.export fails with a constraint violation. Mark the dimension static "
@@ -205,7 +210,19 @@ def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     rng = placement.guard_range(src, frame.line, set())[0] if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
     data["user_line"] = frame.line
     return [_diag(ctx, frame.file, rng, "guard-added", msg,
-                  related=related + _outer_related(ctx, outer, "called"), data=data)]
+                  related=related + _outer_related(ctx, outer, "called", frame), data=data)]
+
+
+def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
+    """The `Dim("batch")` name the user gave to input `arg`'s dimension `dim`, if any."""
+    entry = spec.get(arg) if isinstance(spec, dict) else None
+    if isinstance(entry, dict):
+        entry = entry.get(str(dim))
+    elif isinstance(entry, list) and dim < len(entry):
+        entry = entry[dim]
+    else:
+        entry = None
+    return entry.get("dim") if isinstance(entry, dict) else None
 
 
 def _profile_text(profiles: list[dict[str, Any]]) -> str:
@@ -333,7 +350,7 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
         frame = frames[-1]
         src = ctx.source(frame.file)
         rng = placement.frame_range(src, frame) if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
-        related = _outer_related(ctx, frames[:-1], "called")
+        related = _outer_related(ctx, frames[:-1], "called", frame)
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
             if tsrc is not None and not target_error:

@@ -85,7 +85,7 @@ def python_files(path: str) -> list[str]:
     """`path` itself if a file, else every .py file under it (skipping venvs and caches)."""
     if os.path.isfile(path):
         return [os.path.abspath(path)]
-    found = []
+    found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         found.extend(os.path.abspath(os.path.join(dirpath, f)) for f in sorted(filenames) if f.endswith(".py"))

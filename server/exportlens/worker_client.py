@@ -36,6 +36,7 @@ class WorkerClient:
         self._ids = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr_tail: list[str] = []
+        self._owner: dict[str, asyncio.subprocess.Process] = {}  # job → the zygote it was sent to
 
     @property
     def running(self) -> bool:
@@ -64,9 +65,9 @@ class WorkerClient:
                            loop.create_task(self._read_stderr(self._proc))]
             try:
                 self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
-            except asyncio.TimeoutError as exc:
+            except TimeoutError as exc:
                 await self.close()
-                raise WorkerUnavailable("the worker did not start within %d s" % READY_TIMEOUT) from exc
+                raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
             return self.info
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
@@ -94,7 +95,9 @@ class WorkerClient:
         if not ready.done():
             ready.set_exception(WorkerUnavailable(self._startup_failure(code)))
         for job_id, queue in list(self._queues.items()):
-            queue.put_nowait({"event": "done", "id": job_id, "status": "crashed",
+            if self._owner.get(job_id) is not proc:
+                continue
+            queue.put_nowait({"event": "done", "id": job_id, "status": "crashed", "worker_died": True,
                               "detail": f"the worker process died (exit status {code})", "stderr": ""})
 
     def _startup_failure(self, code: int) -> str:
@@ -113,26 +116,47 @@ class WorkerClient:
 
         Cancelling the consumer kills the job's process.
         """
-        await self.start()
         job_id = str(next(self._ids))
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._queues[job_id] = queue
         finished = False
+        message = {"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb}
         try:
-            await self._send({"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb})
-            while True:
-                event = await queue.get()
-                yield event
-                if event.get("event") == "done":
-                    finished = True
-                    return
+            for attempt in (1, 2):  # a zygote found dead before the job started is restarted once
+                await self.start()
+                try:
+                    assert self._proc is not None
+                    self._owner[job_id] = self._proc
+                    await self._send(message)
+                except (ConnectionError, BrokenPipeError):
+                    await self._forget()
+                    continue
+                started = False
+                while True:
+                    event = await queue.get()
+                    if event.get("worker_died") and not started and attempt == 1:
+                        await self._forget()
+                        break
+                    started = started or event.get("event") == "started"
+                    yield event
+                    if event.get("event") == "done":
+                        finished = True
+                        return
         finally:
             self._queues.pop(job_id, None)
+            self._owner.pop(job_id, None)
             if not finished and self.running:
                 try:
                     await self._send({"op": "cancel", "id": job_id})
                 except (ConnectionError, RuntimeError, AssertionError):
                     pass
+
+    async def _forget(self) -> None:
+        """Drop a dead zygote so that the next start() makes a new one."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
     async def close(self) -> None:
         proc, self._proc = self._proc, None
@@ -141,7 +165,7 @@ class WorkerClient:
                 if proc.stdin is not None:
                     proc.stdin.close()
                 await asyncio.wait_for(proc.wait(), 2.0)
-            except (asyncio.TimeoutError, ConnectionError):
+            except (TimeoutError, ConnectionError):
                 proc.kill()
                 await proc.wait()
         for task in self._tasks:

@@ -176,7 +176,7 @@ def report_failures(ep: Any, defines: dict[str, dict[str, Any]]) -> list[dict[st
 
 def exception_info(exc: BaseException) -> dict[str, Any]:
     """Type, message and the frames of an exception and of its causes (innermost last)."""
-    chain = []
+    chain: list[dict[str, Any]] = []
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen and len(chain) < 5:

@@ -7,11 +7,13 @@ script keeps the targets already finished.
 
 from __future__ import annotations
 
+import functools
 import os
 import runpy
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -60,7 +62,7 @@ class Recorder:
                 pass
             return original(env, k, v)
 
-        symbolic_shapes.ShapeEnv.set_real_tensor_prop_unbacked_vals = record  # type: ignore[method-assign]
+        symbolic_shapes.ShapeEnv.set_real_tensor_prop_unbacked_vals = record  # type: ignore[method-assign,assignment]
 
     def _wrap_define(self) -> None:
         """Remember where each `torch.library` op was defined: torch keeps no location."""
@@ -75,7 +77,7 @@ class Recorder:
                 defines.setdefault(f"{lib.ns}::{op}", caller)
             return name
 
-        torch.library.Library.define = define  # type: ignore[method-assign]
+        torch.library.Library.define = define  # type: ignore[method-assign,assignment]
 
         plain_define = torch.library.define
 
@@ -121,7 +123,8 @@ class Recorder:
         seconds = time.perf_counter() - started
         failures = capture.report_failures(ep, self.defines)
         self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-                   "seconds": seconds, "failures": failures, "values": dict(self.values)})
+                   "seconds": seconds, "failures": failures, "values": dict(self.values),
+                   "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None})
         return ep
 
 
@@ -199,7 +202,8 @@ def run(request: dict[str, Any], emit: Emit) -> None:
         return
     lines = request.get("lines", {})
     if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
-        _safe_spec(rec, "model", file, int(lines.get("model", 1)), lambda: namespace, emit)
+        module_spec: dict[str, Any] = namespace
+        _safe_spec(rec, "model", file, int(lines.get("model", 1)), lambda: module_spec, emit)
     for factory in request.get("factories", []):
         line = int(lines.get(factory, 1))
         name = f"{os.path.basename(file)}:{factory}"
@@ -208,7 +212,11 @@ def run(request: dict[str, Any], emit: Emit) -> None:
             emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
                   "target_error": f"no callable named '{factory}' in {os.path.basename(file)}"})
             continue
-        _safe_spec(rec, name, file, line, lambda fn=fn: _from_spec(fn()), emit)
+        _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
+
+
+def _call_factory(fn: Callable[[], Any]) -> dict[str, Any]:
+    return _from_spec(fn())
 
 
 def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[], dict[str, Any]], emit: Emit) -> None:

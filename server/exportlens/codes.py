@@ -1,0 +1,193 @@
+"""The one table of ExportLens diagnostic codes.
+
+Codes are stable strings: editors, CI filters and SARIF consumers (GitHub code scanning keys
+alerts by rule id) depend on them, so a code is never renamed once shipped. Everything that
+describes a code to a person - title, help text, default severity, documentation link - lives
+here so the CLI, the language server and the SARIF writer say the same thing.
+Standard library only: the worker, the server and the CLI all import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import ERROR, INFORMATION, WARNING
+
+# Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
+# old paths redirect there); these are the current canonical stable locations.
+_DOCS = "https://docs.pytorch.org/docs/stable/"
+_COMPILER = _DOCS + "user_guide/torch_compiler/"
+
+DRAFT_EXPORT_URL = _COMPILER + "export/draft_export.html"
+EXPORT_PROGRAMMING_MODEL_URL = _COMPILER + "export/programming_model.html"
+GUARD_ON_DATA_DEPENDENT_URL = _COMPILER + "compile/dynamic_shapes_troubleshooting_guardon_errors.html"
+REGISTER_FAKE_URL = _DOCS + "library.html#torch.library.register_fake"
+GRAPH_BREAKS_URL = _COMPILER + "compile/programming_model.graph_breaks_index.html"
+RECOMPILATION_URL = _COMPILER + "compile/programming_model.recompilation.html"
+JIT_TRACE_URL = _DOCS + "generated/torch.jit.trace.html"
+PYTHON_SYNTAX_ERROR_URL = "https://docs.python.org/3/library/exceptions.html#SyntaxError"
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """What a person needs to know about one diagnostic code."""
+
+    code: str
+    title: str  # short, one line: SARIF shortDescription, hover heading
+    help: str  # one paragraph for a person: what it means and what to do
+    severity: int  # default LSP DiagnosticSeverity (1 error, 2 warning, 3 information)
+    url: str | None  # documentation page, None when no page fits
+
+
+_TABLE: tuple[CodeInfo, ...] = (
+    CodeInfo(
+        "data-dependent-guard",
+        "Export cannot decide a condition that depends on tensor data",
+        "The traced code branches on, or sizes a tensor by, a value that is only known once real "
+        "data flows through the model (typically the result of .item(), .tolist() or "
+        ".nonzero()). torch.export traces with fake tensors, so it cannot know that value and "
+        "draft export assumed the result observed on the example inputs. Tell export what holds "
+        "with torch._check(...) on the value, rewrite the branch with torch.cond, or compute the "
+        "value from tensor shapes instead of tensor contents.",
+        ERROR,
+        GUARD_ON_DATA_DEPENDENT_URL,
+    ),
+    CodeInfo(
+        "missing-fake-kernel",
+        "Custom operator has no fake (meta) kernel",
+        "A custom operator was called during export, but it has no fake implementation, so "
+        "export cannot work out the shapes and dtypes of its outputs without running it. "
+        "Register one with torch.library.register_fake (or @op.register_fake for a "
+        "torch.library.custom_op) that returns empty tensors of the right shape, dtype and "
+        "device; draft export recorded the shapes it observed to help you write it.",
+        ERROR,
+        REGISTER_FAKE_URL,
+    ),
+    CodeInfo(
+        "mismatched-fake-kernel",
+        "Fake kernel disagrees with the real operator",
+        "The fake (meta) implementation registered for this custom operator returns outputs "
+        "whose shape, dtype or strides differ from what the real kernel produced on the example "
+        "inputs. Export trusts the fake kernel, so the exported graph would be wrong. Fix the "
+        "function registered with torch.library.register_fake so that it describes the real "
+        "outputs exactly, then check it with torch.library.opcheck.",
+        ERROR,
+        REGISTER_FAKE_URL,
+    ),
+    CodeInfo(
+        "guard-added",
+        "Export had to specialize or constrain a dynamic dimension",
+        "A dimension you declared dynamic (through dynamic_shapes) was compared, branched on or "
+        "combined in a way that only holds for some sizes, so export added a guard that narrows "
+        "or fixes its range (a constraint violation). Either relax the code so it works for every "
+        "size, or state the real constraint in dynamic_shapes (for example Dim(..., min=..., "
+        "max=...) or a static size) as draft export suggests.",
+        ERROR,
+        EXPORT_PROGRAMMING_MODEL_URL,
+    ),
+    CodeInfo(
+        "export-error",
+        "torch.export failed",
+        "torch.export raised an error that draft export could not turn into a report entry, so "
+        "no graph was produced for this target. The message carries PyTorch's own explanation; "
+        "fix the line it points at and run the check again.",
+        ERROR,
+        DRAFT_EXPORT_URL,
+    ),
+    CodeInfo(
+        "graph-break",
+        "torch.compile graph break",
+        "TorchDynamo could not trace this code into the compiled graph, so it split the graph "
+        "here and runs the code in ordinary Python. Each break costs speed, and with "
+        "fullgraph=True (or torch.export) it is an error. Rewrite the construct in a traceable "
+        "form, move it out of the compiled region, or wrap the untraceable part in a custom "
+        "operator.",
+        WARNING,
+        GRAPH_BREAKS_URL,
+    ),
+    CodeInfo(
+        "recompile",
+        "torch.compile recompiles this function",
+        "A guard of the compiled code failed on a later call (a new shape, a changed Python "
+        "constant or a different input type), so torch.compile compiled the function again. "
+        "Repeated recompiles waste time and can hit the recompile limit. Mark the changing "
+        "dimensions dynamic or wrap changing Python numbers in tensors.",
+        WARNING,
+        RECOMPILATION_URL,
+    ),
+    CodeInfo(
+        "tracer-warning",
+        "torch.jit.trace records a value as a constant",
+        "While tracing, a tensor was converted to a Python value (a bool, int, float or list) or "
+        "iterated, so the trace recorded the value seen on the example inputs as a constant. The "
+        "traced module will not follow the data on other inputs. Keep the computation in tensor "
+        "operations, or use torch.export instead of torch.jit.trace.",
+        WARNING,
+        JIT_TRACE_URL,
+    ),
+    CodeInfo(
+        "trace-check-failed",
+        "Traced graph disagrees with eager execution",
+        "torch.jit.trace re-ran the traced graph on the check inputs and its outputs differ from "
+        "running the Python code, so the trace does not represent the model. The usual causes "
+        "are data-dependent control flow, randomness and Python-side state; remove them from the "
+        "traced code or use torch.export.",
+        ERROR,
+        JIT_TRACE_URL,
+    ),
+    CodeInfo(
+        "syntax-error",
+        "The file is not valid Python",
+        "Python could not parse this file, so nothing in it could be imported or analysed. Fix "
+        "the syntax error at the marked position; the other diagnostics for this file will come "
+        "back on the next check.",
+        ERROR,
+        PYTHON_SYNTAX_ERROR_URL,
+    ),
+    CodeInfo(
+        "worker-crashed",
+        "The analysis process crashed",
+        "The process that imported your module and ran the export died before it finished (a "
+        "segmentation fault, os._exit, sys.exit or running out of memory). ExportLens kept "
+        "working and the next check starts a fresh process. Run the target in a terminal to see "
+        "the crash, or raise the memory limit if the model is large.",
+        ERROR,
+        None,
+    ),
+    CodeInfo(
+        "worker-timeout",
+        "The analysis did not finish in time",
+        "Importing the module or exporting the target took longer than the configured timeout, "
+        "so the job was stopped. Make module import cheap (no training or downloads at import "
+        "time), use smaller example inputs, or raise the timeout.",
+        ERROR,
+        None,
+    ),
+    CodeInfo(
+        "target-error",
+        "The target could not be run",
+        "Your own code raised before export could start: importing the module, calling the "
+        "target factory, or running the model on the example inputs failed. The traceback is "
+        "placed on your innermost line; fix it so the model runs eagerly first.",
+        ERROR,
+        None,
+    ),
+    CodeInfo(
+        "no-target",
+        "No export target found in this file",
+        "ExportLens found nothing to export here. Declare a target: call torch.export.export in "
+        "the script, define module-level model and example_args (with optional example_kwargs "
+        "and dynamic_shapes), or list 'path.py:factory' under [tool.exportlens] targets in "
+        "pyproject.toml.",
+        INFORMATION,
+        None,
+    ),
+)
+
+CODES: dict[str, CodeInfo] = {info.code: info for info in _TABLE}
+
+
+def doc_url(code: str) -> str | None:
+    """The documentation page for `code`, or None (unknown code, or no page fits)."""
+    info = CODES.get(code)
+    return info.url if info is not None else None

@@ -1,0 +1,56 @@
+"""Quick-fix edit generators: pure functions from document text to ``Fix`` edits.
+
+Every generator takes the document TEXT exactly as the editor has it (CRLF, tabs, comments,
+non-ASCII kept), and answers ``exportlens.model.Fix`` (or a list of them) or a ``Refusal`` whose
+``reason`` says why no fix is offered. Edits replace whole lines only where the fix changes
+something; every other byte stays identical, ranges are LSP (0-based lines, UTF-16 columns),
+and a fix whose result does not ``ast.parse`` is never returned. The ``file`` argument is only
+copied into ``TextEdit.file``. Standard library only: the server never imports torch.
+
+Entry points:
+
+* ``insert_check(text, file, line, condition)`` — ``torch._check(condition)`` above the
+  statement holding ``line`` (1-based); ``guard_check_fixes(text, file, line, outcome)`` gives
+  the observed branch (preferred) and its opposite for an ``if`` on a number;
+  ``insert_item_check(text, file, line, tensor_expr)`` binds ``.item()`` first (tensor tests).
+* ``rewrite_if_as_cond(text, file, line, tensor_names=None)`` — the ``if`` at ``line`` as
+  ``torch.cond`` (preferred for tensor-valued tests).
+* ``register_fake_fix(text, file, op, profiles, definition)`` — a fake kernel after the op.
+* ``mismatch_fix(text, file, def_line, reason, real_out)`` — corrects an existing fake kernel.
+* ``dynamic_shapes_fixes(text, file, call_line, dim, value)`` — ``Dim.STATIC`` / ``Dim.AUTO``.
+* ``apply_edits(text, edits)``, ``apply_fix(texts, fix)``, ``unified_diff(old, new, path)``.
+"""
+
+from __future__ import annotations
+
+from .apply import EditError, apply_edits, apply_fix, unified_diff
+from .check_insert import (
+    branch_condition,
+    guard_check_fixes,
+    insert_check,
+    insert_item_check,
+    negate,
+)
+from .common import Refusal
+from .cond_rewrite import rewrite_if_as_cond
+from .dynamic_shapes_fix import dynamic_shapes_fixes
+from .fake_kernel import qualified_name, register_fake_fix
+from .mismatch_fix import mismatch_fix
+
+__all__ = [
+    "EditError",
+    "Refusal",
+    "apply_edits",
+    "apply_fix",
+    "branch_condition",
+    "dynamic_shapes_fixes",
+    "guard_check_fixes",
+    "insert_check",
+    "insert_item_check",
+    "mismatch_fix",
+    "negate",
+    "qualified_name",
+    "register_fake_fix",
+    "rewrite_if_as_cond",
+    "unified_diff",
+]

@@ -1,0 +1,227 @@
+"""Insert ``torch._check(<condition>)`` on its own line above the statement holding a line.
+
+This is what draft_export's "Please add torch._check(...)" advice means in code: in torch 2.13
+a check on a Python number (``a = x.item(); torch._check(a > 2)``) makes plain export pass
+(torch-facts §4). A tensor-valued condition cannot be checked directly; see
+``insert_item_check`` and the cond rewrite for that case.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from exportlens.model import Fix
+
+from .common import (
+    Refusal,
+    import_torch_insertion,
+    innermost_statement,
+    insert_lines,
+    make_fix,
+    parse_or_refuse,
+    stmt_start_line,
+    torch_binding,
+)
+from .text import (
+    byte_col_to_index,
+    indent_of,
+    line_body,
+    newline_of,
+    segment,
+    split_lines,
+)
+
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _header_end(node: ast.stmt) -> int:
+    """Last line of a compound statement's header (the whole statement for simple ones)."""
+    if not any(getattr(node, f, None) for f in _BODY_FIELDS):
+        return node.end_lineno or node.lineno
+    end = node.lineno
+    for field, value in ast.iter_fields(node):
+        if field in _BODY_FIELDS or field == "decorator_list":
+            continue
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, ast.AST) and hasattr(child, "end_lineno"):
+                end = max(end, child.end_lineno or end)
+    return end
+
+
+def _starts_line(lines: list[str], node: ast.stmt) -> bool:
+    """True when only whitespace precedes the statement on its first line."""
+    if getattr(node, "decorator_list", None):
+        return True
+    body = line_body(lines[node.lineno - 1])
+    return not body[: byte_col_to_index(body, node.col_offset)].strip()
+
+
+def locate_statement(text: str, line: int) -> tuple[ast.Module, ast.stmt, list[ast.AST]] | Refusal:
+    """The statement a check for ``line`` (1-based) goes above, or why there is none."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    found = innermost_statement(tree, line)
+    if found is None:
+        return Refusal(f"line {line} holds no statement")
+    node, parents = found
+    lines = split_lines(text)
+    while not _starts_line(lines, node) and parents and isinstance(parents[-1], ast.stmt):
+        node, parents = parents[-1], parents[:-1]  # type: ignore[assignment]
+    if line > _header_end(node):
+        return Refusal(f"line {line} holds no statement of its own (blank, comment or `else:` line)")
+    parent = parents[-1] if parents else None
+    if (
+        isinstance(node, ast.If)
+        and isinstance(parent, ast.If)
+        and parent.orelse == [node]
+        and line_body(lines[node.lineno - 1]).lstrip().startswith("elif")
+    ):
+        return Refusal(
+            "the condition is an `elif` test: a check placed above the whole `if` would also run "
+            "(and fail) when an earlier branch is taken; turn the `elif` into `else:` + `if` first"
+        )
+    if isinstance(node, ast.While):
+        return Refusal(
+            "the condition is a `while` loop test: a check above the loop runs once, not on every "
+            "iteration, so it would not hold the value the loop tests later"
+        )
+    return tree, node, parents
+
+
+def _normalise_condition(condition: str) -> str | Refusal:
+    try:
+        expr = ast.parse(condition.strip(), mode="eval")
+    except SyntaxError:
+        return Refusal(f"`{condition}` is not a Python expression")
+    text = condition.strip()
+    return text if "\n" not in text and "\r" not in text else ast.unparse(expr)
+
+
+def _check_text(
+    text: str, tree: ast.Module, node: ast.stmt, condition: str, extra_lines: list[str] | None = None
+) -> tuple[str, str]:
+    """New text with the check (and ``import torch`` when missing) inserted above ``node``."""
+    lines = split_lines(text)
+    start = stmt_start_line(node)
+    nl = newline_of(text, start - 1)
+    indent = indent_of(lines[start - 1])
+    binding = torch_binding(tree)
+    block = "".join(indent + ln + nl for ln in (extra_lines or []))
+    block += f"{indent}{binding or 'torch'}._check({condition}){nl}"
+    new = insert_lines(text, start - 1, block)
+    if binding is None:
+        index, imp = import_torch_insertion(text, tree, start)
+        new = insert_lines(new, index, imp)
+    return new, binding or "torch"
+
+
+def insert_check(
+    text: str, file: str, line: int, condition: str, *, preferred: bool = True, title: str | None = None
+) -> Fix | Refusal:
+    """A fix inserting ``torch._check(condition)`` above the statement holding ``line``."""
+    cond = _normalise_condition(condition)
+    if isinstance(cond, Refusal):
+        return cond
+    located = locate_statement(text, line)
+    if isinstance(located, Refusal):
+        return located
+    tree, node, _ = located
+    new, binding = _check_text(text, tree, node, cond)
+    return make_fix(file, text, new, title or f"Add `{binding}._check({cond})`", preferred)
+
+
+def branch_condition(text: str, line: int) -> str | None:
+    """The source of the test of the ``if``/``assert`` at ``line``, as the user wrote it."""
+    located = locate_statement(text, line)
+    if isinstance(located, Refusal):
+        return None
+    _, node, _ = located
+    test = getattr(node, "test", None)
+    if not isinstance(node, (ast.If, ast.Assert)) or test is None:
+        return None
+    src = segment(split_lines(text), test)
+    return src if "\n" not in src and "\r" not in src else ast.unparse(test)
+
+
+def negate(condition: str) -> str:
+    """The opposite condition, written the simple way when it is a single comparison."""
+    flip = {ast.Gt: "<=", ast.GtE: "<", ast.Lt: ">=", ast.LtE: ">", ast.Eq: "!=", ast.NotEq: "=="}
+    try:
+        expr = ast.parse(condition.strip(), mode="eval").body
+    except SyntaxError:
+        return f"not ({condition})"
+    if isinstance(expr, ast.Compare) and len(expr.ops) == 1 and type(expr.ops[0]) in flip:
+        return f"{ast.unparse(expr.left)} {flip[type(expr.ops[0])]} {ast.unparse(expr.comparators[0])}"
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        return ast.unparse(expr.operand)
+    return f"not ({condition.strip()})"
+
+
+def guard_check_fixes(text: str, file: str, line: int, outcome: bool) -> list[Fix] | Refusal:
+    """For a data-dependent ``if`` on a number: check the observed outcome (preferred) and, as
+    an alternative, its opposite. ``outcome`` is draft_export's ``result`` for the test."""
+    cond = branch_condition(text, line)
+    if cond is None:
+        return Refusal(f"no `if` test at line {line} to turn into a check")
+    taken = cond if outcome else negate(cond)
+    other = negate(cond) if outcome else cond
+    fixes: list[Fix] = []
+    for c, pref, what in ((taken, True, "the branch taken in the example"), (other, False, "the other branch")):
+        fix = insert_check(text, file, line, c, preferred=pref, title=f"Add `torch._check({c})` (assume {what})")
+        if isinstance(fix, Refusal):
+            return fix
+        fixes.append(fix)
+    return fixes
+
+
+def _fresh_name(tree: ast.AST, base: str) -> str:
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    used |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    name, k = base, 1
+    while name in used:
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
+def insert_item_check(
+    text: str, file: str, line: int, tensor_expr: str, *, preferred: bool = False
+) -> Fix | Refusal:
+    """For ``if <tensor expr> <op> …:`` bind the tensor's value with ``.item()`` above the ``if``,
+    check it, and test the bound number: ``s = x.sum().item(); torch._check(s > 0); if s > 0:``.
+
+    Works in torch 2.13 (torch-facts §4) but specialises the model to the example's branch; the
+    ``torch.cond`` rewrite keeps both branches and is the preferred fix for tensor conditions.
+    """
+    located = locate_statement(text, line)
+    if isinstance(located, Refusal):
+        return located
+    tree, node, _ = located
+    if not isinstance(node, ast.If):
+        return Refusal(f"line {line} is not an `if` statement")
+    lines = split_lines(text)
+    test_src = segment(lines, node.test)
+    want = tensor_expr.strip()
+    if "\n" in test_src or "\r" in test_src or test_src.count(want) != 1:
+        return Refusal(f"`{want}` does not occur exactly once in the one-line test `{test_src}`")
+    name = _fresh_name(tree, "value")
+    new_test = test_src.replace(want, name)
+    try:
+        inner = ast.parse(want, mode="eval").body
+    except SyntaxError:
+        return Refusal(f"`{want}` is not a Python expression")
+    atom = isinstance(inner, (ast.Name, ast.Call, ast.Attribute, ast.Subscript))
+    bind = f"{name} = {want if atom else '(' + want + ')'}.item()"
+    new, binding = _check_text(text, tree, node, new_test, [bind])
+    # Now replace the test inside the `if` header, which moved down by the inserted lines.
+    shift = len(split_lines(new)) - len(lines)
+    new_lines = split_lines(new)
+    idx = node.test.lineno - 1 + shift
+    body = line_body(new_lines[idx])
+    a = byte_col_to_index(body, node.test.col_offset)
+    b = byte_col_to_index(body, node.test.end_col_offset or 0)
+    new_lines[idx] = body[:a] + new_test + body[b:] + new_lines[idx][len(body) :]
+    title = f"Bind `{name} = {want}.item()` and add `{binding}._check({new_test})` (assume the branch taken)"
+    return make_fix(file, text, "".join(new_lines), title, preferred)

@@ -1,0 +1,141 @@
+"""What every fix generator shares: the Refusal result, turning a rewritten text into minimal
+line edits, finding statements by line, and the ``import torch`` binding of a module."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from exportlens.model import Fix, Position, Range, TextEdit
+
+from .text import line_start_position, newline_of, parse, split_lines
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """No fix is offered; ``reason`` says why in words a user can act on."""
+
+    reason: str
+
+
+def line_edits(file: str, old: str, new: str) -> tuple[TextEdit, ...]:
+    """The smallest whole-line edits that turn ``old`` into ``new`` (unchanged lines untouched)."""
+    a = split_lines(old)
+    b = split_lines(new)
+    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    edits = []
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        start = line_start_position(old, i1)
+        end = line_start_position(old, i2)
+        edits.append(TextEdit(file, Range(start, end), "".join(b[j1:j2])))
+    return tuple(edits)
+
+
+def make_fix(file: str, old: str, new: str, title: str, preferred: bool) -> Fix | Refusal:
+    """Build a Fix from the rewritten text, refusing when the result does not parse."""
+    if new == old:
+        return Refusal("the fix would not change anything")
+    try:
+        ast.parse(new)
+    except SyntaxError as exc:
+        return Refusal(f"the edited code would not parse ({exc.msg}, line {exc.lineno})")
+    return Fix(title=title, edits=line_edits(file, old, new), is_preferred=preferred)
+
+
+def parse_or_refuse(text: str) -> ast.Module | Refusal:
+    tree = parse(text)
+    if tree is None:
+        return Refusal("the file does not parse; fix the syntax error first")
+    return tree
+
+
+def walk_with_parents(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.AST]]]:
+    """Every node with its ancestors (outermost first)."""
+    stack: list[tuple[ast.AST, list[ast.AST]]] = [(tree, [])]
+    while stack:
+        node, parents = stack.pop()
+        yield node, parents
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, parents + [node]))
+
+
+def stmt_start_line(node: ast.stmt) -> int:
+    """First 1-based line of a statement, decorators included."""
+    lines = [node.lineno]
+    for d in getattr(node, "decorator_list", []):
+        lines.append(d.lineno)
+    return min(lines)
+
+
+def innermost_statement(tree: ast.Module, line: int) -> tuple[ast.stmt, list[ast.AST]] | None:
+    """The innermost statement whose lines include ``line`` (1-based), with its ancestors."""
+    best: tuple[ast.stmt, list[ast.AST]] | None = None
+    for node, parents in walk_with_parents(tree):
+        inside = isinstance(node, ast.stmt) and stmt_start_line(node) <= line <= (node.end_lineno or node.lineno)
+        if inside and (best is None or len(parents) > len(best[1])):
+            best = (node, parents)  # type: ignore[assignment]
+    return best
+
+
+def enclosing_function(parents: list[ast.AST]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for p in reversed(parents):
+        if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return p
+        if isinstance(p, ast.ClassDef):
+            return None
+    return None
+
+
+def torch_binding(tree: ast.Module) -> str | None:
+    """The module-level name under which ``torch`` is bound (``import torch``, ``import torch.nn``
+    bind ``torch``; ``import torch as th`` binds ``th``), or None."""
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+                if alias.name.startswith("torch.") and alias.asname is None:
+                    return "torch"
+    return None
+
+
+def import_torch_insertion(text: str, tree: ast.Module, before_line: int) -> tuple[int, str]:
+    """Where to add ``import torch`` (0-based line index to insert at) and the line to insert:
+    after the last top-level import above ``before_line`` (1-based), else after the docstring."""
+    nl = newline_of(text)
+    last: ast.stmt | None = None
+    for node in tree.body:
+        if node.lineno >= before_line:
+            break
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last = node
+    if last is None:
+        first = tree.body[0] if tree.body else None
+        if (
+            first is not None
+            and isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and (first.end_lineno or 0) < before_line
+        ):
+            last = first
+    index = (last.end_lineno or last.lineno) if last is not None else 0
+    lines = split_lines(text)
+    prefix = ""
+    if index >= len(lines) and lines and not lines[-1].endswith(("\n", "\r")):
+        prefix = nl
+    return index, prefix + "import torch" + nl
+
+
+def insert_lines(text: str, index: int, new: str) -> str:
+    """Insert ``new`` (complete lines) before 0-based line ``index``."""
+    lines = split_lines(text)
+    return "".join(lines[:index]) + new + "".join(lines[index:])
+
+
+def pos(line: int, character: int) -> Position:
+    return Position(line, character)

@@ -1,0 +1,179 @@
+"""Which fix goes with which finding: the glue between diagnostics and `exportlens.fixes`.
+
+Fixes are computed from the CURRENT text of each file (`read`), never from what the worker saw,
+so an editor gets edits for the document it has. Only fixes known to make export pass in
+torch 2.13 are offered (torch-facts §4); where none is known, nothing is offered.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from exportlens import fixes as gen
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import SourceError, read_source
+
+Reader = Callable[[str], str | None]
+
+
+def read_disk(path: str) -> str | None:
+    try:
+        return read_source(path).text
+    except SourceError:
+        return None
+
+
+def _ok(result: Fix | list[Fix] | gen.Refusal) -> list[Fix]:
+    if isinstance(result, gen.Refusal):
+        return []
+    return result if isinstance(result, list) else [result]
+
+
+def _tensor_names(data: dict[str, Any]) -> list[str] | None:
+    names = [n for n, vals in (data.get("locals") or {}).items()
+             if any(isinstance(v, str) and v.startswith("Tensor(") for v in (vals if isinstance(vals, list) else [vals]))]
+    return names or None
+
+
+def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
+    data = d.data
+    line = int(data.get("statement_line") or data.get("user_line") or d.range.start.line + 1)
+    is_if = data.get("statement_kind") == "if"
+    if data.get("tensor_condition"):
+        return _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data))) if is_if else []
+    if data.get("kind") == "value":
+        pin = data.get("pin")
+        if not pin:
+            return []
+        return _ok(gen.insert_check(text, d.file, line, pin, preferred=True,
+                                    title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)"))
+    expr = data.get("source_expr")
+    if not expr or data.get("result") not in ("True", "False"):
+        return []
+    taken = expr if data["result"] == "True" else gen.negate(expr)
+    other = gen.negate(taken)
+    out = _ok(gen.insert_check(text, d.file, line, taken, preferred=True,
+                               title=f"Add `torch._check({taken})` (assume the branch the example took)"))
+    out += _ok(gen.insert_check(text, d.file, line, other, preferred=False,
+                                title=f"Add `torch._check({other})` (assume the other branch)"))
+    if is_if:
+        out += [Fix(f.title, f.edits, False) for f in _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))]
+    return out
+
+
+def _fake_kernel(d: Diagnostic, read: Reader) -> list[Fix]:
+    definition = d.data.get("definition")
+    if not definition or not definition.get("file"):
+        return []
+    text = read(definition["file"])
+    if text is None:
+        return []
+    return _ok(gen.register_fake_fix(text, definition["file"], d.data["op"], d.data.get("profiles") or [], definition))
+
+
+def _mismatch(d: Diagnostic, read: Reader) -> list[Fix]:
+    fake = d.data.get("fake")
+    profiles = d.data.get("profiles") or []
+    if not fake or len(profiles) != 1:
+        return []
+    text = read(fake["file"])
+    if text is None:
+        return []
+    return _ok(gen.mismatch_fix(text, fake["file"], int(fake["line"]), d.data.get("reason", ""), profiles[0].get("out")))
+
+
+def _guard_added(d: Diagnostic, read: Reader) -> list[Fix]:
+    call = d.data.get("export_call") or {}
+    named = [dim for dim in d.data.get("dims") or [] if dim.get("name")]
+    if not call.get("file") or len(named) != 1:
+        return []
+    text = read(call["file"])
+    if text is None:
+        return []
+    return _ok(gen.dynamic_shapes_fixes(text, call["file"], int(call["line"]), named[0]["name"], d.data.get("value")))
+
+
+def fixes_for(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
+    """The fixes for one diagnostic against the current texts; the preferred one first."""
+    try:
+        if d.code == "data-dependent-guard":
+            text = read(d.file)
+            found = _data_dependent(d, text) if text is not None else []
+        elif d.code == "missing-fake-kernel":
+            found = _fake_kernel(d, read)
+        elif d.code == "mismatched-fake-kernel":
+            found = _mismatch(d, read)
+        elif d.code == "guard-added":
+            found = _guard_added(d, read)
+        else:
+            found = []
+    except (SyntaxError, ValueError, KeyError, TypeError):  # a document mid-edit: no fix rather than a wrong one
+        return []
+    return sorted(found, key=lambda f: not f.is_preferred)
+
+
+def attach(diags: list[Diagnostic], read: Reader = read_disk) -> None:
+    """Fill `fixes` of every diagnostic (the CLI's JSON and SARIF carry them)."""
+    for d in diags:
+        d.fixes = fixes_for(d, read)
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+@dataclass
+class Applied:
+    changed: dict[str, tuple[str, str]] = field(default_factory=dict)  # file → (old, new)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def diff(self) -> str:
+        return "".join(gen.unified_diff(old, new, _shown(path)) for path, (old, new) in sorted(self.changed.items()))
+
+    def summary(self) -> str:
+        lines = [f"fixed {_shown(p)}" for p in sorted(self.changed)]
+        lines += [f"not fixed: {s}" for s in self.skipped]
+        return "\n".join(lines) or "nothing to fix"
+
+
+def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
+    """Apply every preferred fix once (a fix shared by several diagnostics counts once)."""
+    out = Applied()
+    texts: dict[str, str] = {}
+    originals: dict[str, str] = {}
+    seen: set[tuple[Any, ...]] = set()
+
+    def read(path: str) -> str | None:
+        if path not in texts:
+            text = read_disk(path)
+            if text is None:
+                return None
+            texts[path] = originals[path] = text
+        return texts[path]
+
+    for d in sorted(diags, key=lambda d: (d.file, -d.range.start.line)):  # bottom-up keeps lines valid
+        preferred = [f for f in fixes_for(d, read) if f.is_preferred]
+        if not preferred:
+            continue
+        fix = preferred[0]
+        key = tuple((e.file, e.range, e.new_text) for e in fix.edits)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            current = {e.file: texts[e.file] for e in fix.edits if read(e.file) is not None}
+            texts.update(gen.apply_fix(current, fix))
+        except (gen.EditError, KeyError) as exc:
+            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {exc}")
+    for path, new in texts.items():
+        if new != originals[path]:
+            out.changed[path] = (originals[path], new)
+            if write:
+                with open(path, "w", encoding="utf-8", newline="") as fh:
+                    fh.write(new)
+    return out

@@ -1,0 +1,116 @@
+"""Bad input gets one clear diagnostic (or message) and nothing else breaks."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from conftest import SyncEngine, spans
+
+GOOD = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n\n\n"
+
+
+def test_empty_file_says_how_to_declare_a_target(engine: SyncEngine, project: Path) -> None:
+    path = project / "empty.py"
+    path.write_text("")
+    result = engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.severity, d.range.start.line) == ("no-target", 3, 0)
+    assert "example_args" in d.message and "[tool.exportlens]" in d.message
+    assert not result.ran
+
+
+def test_syntax_error_is_placed_on_its_token_and_runs_nothing(engine: SyncEngine, project: Path) -> None:
+    path = project / "broken.py"
+    marker = project / "ran.txt"
+    path.write_text(f"open({str(marker)!r}, 'w').write('ran')\nmodel = 1\nexample_args = (1,\nif x\n")
+    result = engine.check(path)
+    (d,) = result.diagnostics
+    assert d.code == "syntax-error" and d.message.startswith("SyntaxError:")
+    assert d.range.start.line == 2
+    assert not marker.exists() and not result.ran
+
+
+def test_syntax_error_columns_count_utf16(engine: SyncEngine, project: Path) -> None:
+    path = project / "wide.py"
+    path.write_text("s = '😀😀' +\n", encoding="utf-8")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 0)
+    assert d.range.start.character == 12  # the line's end: 10 code points, the 2 emoji take 2 UTF-16 units each
+
+
+def test_non_utf8_bytes(engine: SyncEngine, project: Path) -> None:
+    path = project / "latin.py"
+    path.write_bytes(b"import torch\n# caf\xe9\nmodel = 1\n")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 1)
+    assert "0xe9" in d.message and "UTF-8" in d.message
+
+
+def test_declared_encoding_is_honoured(engine: SyncEngine, project: Path) -> None:
+    path = project / "declared.py"
+    path.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nx = 1\n")
+    (d,) = engine.check(path).diagnostics
+    assert d.code == "no-target"
+
+
+def test_fifty_thousand_lines(engine: SyncEngine, project: Path) -> None:
+    path = project / "huge.py"
+    body = "".join(f"v{i} = {i}\n" for i in range(50_000))
+    path.write_text(GOOD + body + "model = M()\nexample_args = (torch.ones(2),)\n")
+    started = time.perf_counter()
+    result = engine.check(path)
+    assert result.diagnostics == [] and [t.status for t in result.targets] == ["ok"]
+    assert result.targets[0].line == 50_009
+    assert time.perf_counter() - started < 60
+
+
+def test_file_outside_any_project(engine: SyncEngine, tmp_path: Path) -> None:
+    path = tmp_path / "loose.py"  # no pyproject.toml, no .git: its folder is the project
+    path.write_text(GOOD + "model = M()\nexample_args = (torch.ones(2),)\n"
+                    "\n\nclass N(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n"
+                    "            return x\n        return -x\n\n\nmodel = N()\n")
+    assert spans(engine.check(path)) == [("loose.py", 14, 11, 14, 22, "data-dependent-guard")]
+
+
+def test_factory_that_raises(engine: SyncEngine, project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.exportlens]\ntargets = ["factories.py:make"]\n')
+    path = project / "factories.py"
+    path.write_text("def helper():\n    raise RuntimeError('no weights here')\n\n\ndef make():\n    return helper()\n")
+    result = engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.range.start.line, d.range.start.character) == ("target-error", 1, 4)
+    assert "RuntimeError: no weights here" in d.message
+    assert [(t.name, t.line, t.status) for t in result.targets] == [("factories.py:make", 5, "error")]
+    (rel,) = d.related
+    assert rel.range.start.line == 5
+
+
+def test_factory_with_a_wrong_return(engine: SyncEngine, project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.exportlens]\ntargets = ["f.py:make", "f.py:missing"]\n')
+    path = project / "f.py"
+    path.write_text("def make():\n    return 42\n")
+    diags = engine.check(path).diagnostics
+    assert [(d.code, d.range.start.line) for d in diags] == [("target-error", 0)] * 2
+    assert any("must return a dict" in d.message for d in diags)
+    assert any("no callable named 'missing'" in d.message for d in diags)
+
+
+def test_wrong_example_inputs(engine: SyncEngine, project: Path) -> None:
+    path = project / "shapes.py"
+    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.fc = torch.nn.Linear(5, 6)\n\n    def forward(self, x):\n        return self.fc(x)\n\n\n"
+                    "model = M()\nexample_args = (torch.ones(3, 4),)\n")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) == ("export-error", 9, 15, 25)
+    assert "mat1 and mat2 shapes cannot be multiplied (3x4 and 5x6)" in d.message
+
+
+def test_args_not_a_tuple_in_a_script(engine: SyncEngine, project: Path) -> None:
+    path = project / "script.py"
+    path.write_text(GOOD + "torch.export.export(M(), torch.ones(2))\nprint('after')\n")
+    result = engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.range.start.line) == ("export-error", 8)
+    assert "Expecting `args` to be a tuple" in d.message
+    assert [(t.name, t.status) for t in result.targets] == [("export at script.py:9", "error")]

@@ -1,0 +1,113 @@
+"""Every bundled example, through the real engine and real torch: exact code, file and range."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EXAMPLES, SyncEngine, spans
+from exportlens.model import ERROR, INFORMATION, WARNING
+
+# file → [(file name, line, char, end line, end char, code)], 0-based like LSP
+EXPECTED = {
+    "clean/model.py": [],
+    "constraint/model.py": [("model.py", 8, 11, 8, 26, "guard-added")],
+    "data_dependent/item_branch.py": [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")],
+    "data_dependent/split_sizes.py": [("split_sizes.py", 8, 16, 8, 29, "data-dependent-guard")],
+    "data_dependent/tensor_branch.py": [("tensor_branch.py", 7, 11, 7, 22, "data-dependent-guard")],
+    "factory/build.py": [("build.py", 8, 11, 8, 21, "data-dependent-guard")],
+    "mismatched_fake/model.py": [
+        ("model.py", 6, 4, 6, 13, "mismatched-fake-kernel"),  # the op's definition
+        ("model.py", 11, 4, 11, 5, "mismatched-fake-kernel"),  # the wrong fake function
+        ("model.py", 17, 15, 17, 27, "mismatched-fake-kernel"),  # the call site
+    ],
+    "missing_fake/model.py": [
+        ("model.py", 6, 4, 6, 16, "missing-fake-kernel"),  # def nonzero_rows
+        ("model.py", 12, 15, 12, 30, "missing-fake-kernel"),  # nonzero_rows(x)
+    ],
+    "two_files/model.py": [("layers.py", 7, 7, 7, 12, "data-dependent-guard")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_diagnostics(engine: SyncEngine, name: str) -> None:
+    result = engine.check(EXAMPLES / name)
+    assert spans(result) == EXPECTED[name]
+    assert result.targets, "every example declares a target"
+    assert all(t.status == ("ok" if not EXPECTED[name] else "problems") for t in result.targets)
+
+
+def test_messages_speak_the_users_names(engine: SyncEngine) -> None:
+    (d,) = engine.check(EXAMPLES / "data_dependent/item_branch.py").diagnostics
+    assert d.severity == ERROR
+    assert "`n > 2`" in d.message and "torch saw `u0 > 2`" in d.message
+    assert "torch._check(n > 2)" in d.message and "True" in d.message
+    assert d.data["source_expr"] == "n > 2" and d.data["result"] == "True"
+    assert d.data["names"] == {"u0": "n"}
+    assert d.target == "export at item_branch.py:15"
+
+
+def test_tensor_condition_is_told_apart(engine: SyncEngine) -> None:
+    (d,) = engine.check(EXAMPLES / "data_dependent/tensor_branch.py").diagnostics
+    assert d.data["tensor_condition"] is True
+    assert d.data["test_text"] == "x.sum() > 0"
+    assert "torch.cond" in d.message and "torch._check" not in d.message
+
+
+def test_split_needs_the_value_pinned(engine: SyncEngine) -> None:
+    (d,) = engine.check(EXAMPLES / "data_dependent/split_sizes.py").diagnostics
+    assert d.data["kind"] == "value"
+    assert d.data["pin"] == "size == 4"
+    assert "torch._check(size == 4)" in d.message
+    assert d.data["occurrences"] == 2
+
+
+def test_constraint_violation_names_the_dimension(engine: SyncEngine) -> None:
+    (d,) = engine.check(EXAMPLES / "constraint/model.py").diagnostics
+    assert '`x.shape[0]` (Dim "batch")' in d.message and "to 4" in d.message
+    assert d.data["dims"] == [{"symbol": "s77", "input": "x", "dim": 0, "name": "batch"}]
+    assert d.data["value"] == 4
+    assert d.data["new_dynamic_shapes"]["x"]["0"]["dim_hint"] == "AUTO"
+    (rel,) = d.related
+    assert rel.range.start.line == 14 and "dynamic_shapes" in rel.message
+
+
+def test_helper_file_gets_the_diagnostic_and_the_caller_is_related(engine: SyncEngine) -> None:
+    (d,) = engine.check(EXAMPLES / "two_files/model.py").diagnostics
+    assert d.file == str(EXAMPLES / "two_files/layers.py")
+    assert "`k > 3`" in d.message
+    (rel,) = d.related
+    assert rel.file == str(EXAMPLES / "two_files/model.py")
+    assert (rel.range.start.line, rel.range.start.character) == (8, 15)
+
+
+def test_missing_fake_kernel_keeps_the_op_profile(engine: SyncEngine) -> None:
+    diags = engine.check(EXAMPLES / "missing_fake/model.py").diagnostics
+    call = next(d for d in diags if d.data["role"] == "call")
+    assert call.data["qualname"] == "exportlens_demo::nonzero_rows"
+    assert call.data["definition"]["kind"] == "custom_op" and call.data["definition"]["line"] == 6
+    assert call.data["profiles"] == [{
+        "args": [{"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"}],
+        "out": {"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"},
+    }]
+    assert "@nonzero_rows.register_fake" in call.message
+
+
+def test_mismatched_fake_kernel_points_at_the_fake(engine: SyncEngine) -> None:
+    diags = engine.check(EXAMPLES / "mismatched_fake/model.py").diagnostics
+    assert {d.severity for d in diags} == {WARNING}
+    fake = next(d for d in diags if d.data["role"] == "fake")
+    assert fake.data["fake"]["line"] == 11
+    assert "torch.float64" in fake.message and "torch.float32" in fake.message
+
+
+def test_repeated_runs_in_one_zygote_still_resolve_files(engine: SyncEngine) -> None:
+    """torch's per-report filename table is empty after the first export in a process."""
+    first = spans(engine.check(EXAMPLES / "two_files/model.py"))
+    for _ in range(2):
+        assert spans(engine.check(EXAMPLES / "two_files/model.py")) == first
+        assert spans(engine.check(EXAMPLES / "data_dependent/item_branch.py")) == EXPECTED["data_dependent/item_branch.py"]
+
+
+def test_folder_walk_is_quiet_about_helper_modules(engine: SyncEngine) -> None:
+    report = engine.call(engine.engine.check_paths([str(EXAMPLES / "two_files")]))
+    assert [d.code for d in report.diagnostics] == ["data-dependent-guard"]
+    assert not any(d.severity == INFORMATION for d in report.diagnostics)

@@ -1,0 +1,123 @@
+"""Faults in user code end that job only: each becomes a finding and the next job is right."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, SyncEngine, spans
+from conftest import SyncEngine as _Engine  # noqa: F401  (re-exported for the fixtures below)
+from exportlens.engine import EngineSettings
+
+MODEL = '''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        {body}
+        return x + 1
+
+
+model = M()
+example_args = (torch.ones(3),)
+'''
+
+
+def _write(project: Path, body: str, name: str = "faulty.py") -> Path:
+    path = project / name
+    path.write_text(MODEL.format(body=body))
+    return path
+
+
+@pytest.fixture(scope="module")
+def fast_engine() -> SyncEngine:
+    eng = SyncEngine(EngineSettings(timeout=4, memory_mb=512))
+    yield eng
+    eng.close()
+
+
+def _still_correct(eng: SyncEngine) -> None:
+    assert spans(eng.check(EXAMPLES / "data_dependent/item_branch.py")) == [
+        ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "status", "words"),
+    [
+        ("import time; time.sleep(60)", "worker-timeout", "timeout", "time limit"),
+        ("import ctypes; ctypes.string_at(0)", "worker-crashed", "crashed", "SIGSEGV"),
+        ("import os; os._exit(3)", "worker-crashed", "crashed", "status 3"),
+        ("import os; os._exit(0)", "worker-crashed", "crashed", "before the analysis finished"),
+        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "worker-crashed", "crashed", "SIGKILL"),
+    ],
+)
+def test_process_faults_become_findings(fast_engine: SyncEngine, project: Path, body: str, code: str,
+                                        status: str, words: str) -> None:
+    path = _write(project, body)
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.file, d.range.start.line) == (code, str(path), 9)  # the `model = M()` target line
+    assert words in d.message
+    assert [t.status for t in result.targets] == [status]
+    _still_correct(fast_engine)
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "line", "words"),
+    [
+        ("raise ValueError('boom from user code')", "export-error", 5, "ValueError: boom from user code"),
+        ("x = [0] * (10 ** 10)", "export-error", 5, "MemoryError"),
+    ],
+)
+def test_exceptions_in_forward(fast_engine: SyncEngine, project: Path, body: str, code: str, line: int,
+                               words: str) -> None:
+    path = _write(project, body)
+    (d,) = fast_engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == (code, line)
+    assert words in d.message
+    _still_correct(fast_engine)
+
+
+def test_sys_exit_in_the_script(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "exits.py"
+    path.write_text("import sys\nimport torch\nsys.exit(2)\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n")
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert d.code == "target-error" and "sys.exit(2)" in d.message
+    _still_correct(fast_engine)
+
+
+def test_import_error(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "imports.py"
+    path.write_text("import torch\nimport no_such_module_here\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n")
+    (d,) = fast_engine.check(path).diagnostics
+    assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) == ("target-error", 1, 0, 26)
+    assert "ModuleNotFoundError: No module named 'no_such_module_here'" in d.message
+
+
+def test_user_state_is_not_shared_between_jobs(fast_engine: SyncEngine, project: Path) -> None:
+    helper = project / "counter.py"
+    helper.write_text("calls = []\n")
+    path = project / "stateful.py"
+    path.write_text(
+        "import torch\nimport counter\ncounter.calls.append(1)\n\n\n"
+        "class M(torch.nn.Module):\n    def forward(self, x):\n        return x * len(counter.calls)\n\n\n"
+        "assert len(counter.calls) == 1, counter.calls\nmodel = M()\nexample_args = (torch.ones(2),)\n"
+    )
+    for _ in range(2):
+        result = fast_engine.check(path)
+        assert result.diagnostics == [] and [t.status for t in result.targets] == ["ok"]
+
+
+def test_zygote_restarts_after_it_dies(project: Path) -> None:
+    eng = SyncEngine(EngineSettings(timeout=30))
+    try:
+        _still_correct(eng)
+        pid = eng.engine.worker.info["pid"]
+        os.kill(pid, signal.SIGKILL)
+        _still_correct(eng)
+        assert eng.engine.worker.info["pid"] != pid
+    finally:
+        eng.close()
