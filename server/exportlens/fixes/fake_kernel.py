@@ -151,30 +151,48 @@ def _positional_names(params: list[str]) -> list[str]:
     return out
 
 
-def _output_expr(o: TensorMeta, args: list[tuple[str, TensorMeta | None]], tb: str, ctx: str) -> tuple[str, bool]:
-    """Source for one output tensor; says whether it needs the fake context."""
-    for name, meta in args:
-        if _same(o, meta):
+def _output_expr(o: TensorMeta, args: list[tuple[str, TensorMeta | None]], tb: str, ctx: str,
+                 size: list[int | None] | None = None, arg_sizes: list[Any] | None = None) -> tuple[str, bool]:
+    """Source for one output tensor; says whether it needs the fake context.
+
+    With the sizes draft export observed (`size`, `arg_sizes`), a dimension equal to the same
+    dimension of an argument is spelled `arg.shape[d]` and only the others become dynamic;
+    `empty_like` is used only when every size matched too.
+    """
+    known = size is not None and arg_sizes is not None
+    for i, (name, meta) in enumerate(args):
+        if _same(o, meta) and (not known or (i < len(arg_sizes or []) and arg_sizes[i] == size)):  # type: ignore[index]
             return f"{tb}.empty_like({name})", False
     rank = int(o["rank"])
-    sizes = ", ".join(f"{ctx}.new_dynamic_size()" for _ in range(rank))
+    dims = [f"{ctx}.new_dynamic_size()"] * rank
+    if known and size is not None and len(size) == rank:
+        for d in range(rank):
+            for i, (name, _meta) in enumerate(args):
+                arg_size = arg_sizes[i] if arg_sizes is not None and i < len(arg_sizes) else None
+                if arg_size is not None and d < len(arg_size) and size[d] is not None and arg_size[d] == size[d]:
+                    dims[d] = f"{name}.shape[{d}]"
+                    break
+    sizes = ", ".join(dims)
     shape = "()" if rank == 0 else f"({sizes},)" if rank == 1 else f"({sizes})"
     device = _device(o.get("device", "cpu"))
     dev = next((f"{n}.device" for n, m in args if m is not None and _device(m.get("device", "cpu")) == device), repr(device))
-    return f"{tb}.empty({shape}, dtype={_dtype(o['dtype'])}, device={dev})", rank > 0
+    return f"{tb}.empty({shape}, dtype={_dtype(o['dtype'])}, device={dev})", any("new_dynamic_size" in d for d in dims)
 
 
 def _body(profile: dict[str, Any], names: list[str], tb: str, ctx: str) -> tuple[str, bool]:
     args_meta = list(profile.get("args", []))
     args = [(n, args_meta[i] if i < len(args_meta) else None) for i, n in enumerate(names)]
     out = profile.get("out")
+    sizes = profile.get("sizes") or {}
+    arg_sizes, out_sizes = sizes.get("args"), sizes.get("out") or []
     if isinstance(out, list):
-        parts = [_output_expr(o, args, tb, ctx) for o in out]
+        parts = [_output_expr(o, args, tb, ctx, out_sizes[i] if i < len(out_sizes) else None, arg_sizes)
+                 for i, o in enumerate(out)]
         expr = "(" + ", ".join(p[0] for p in parts) + ("," if len(parts) == 1 else "") + ")"
         return f"return {expr}", any(p[1] for p in parts)
     if out is None:
         return "return None", False
-    e, needs = _output_expr(out, args, tb, ctx)
+    e, needs = _output_expr(out, args, tb, ctx, out_sizes[0] if out_sizes else None, arg_sizes)
     return f"return {e}", needs
 
 

@@ -99,6 +99,51 @@ def graph_call_sites(ep: Any) -> dict[str, list[list[dict[str, Any]]]]:
     return sites
 
 
+def _real_size(size: Any) -> int | None:
+    """A dimension's value in the example run: backed hints and draft export's real values."""
+    if isinstance(size, int):
+        return size
+    try:
+        node = size.node
+        env = node.shape_env
+        mapping = {**(getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {}) or {}),
+                   **(getattr(env, "real_tensor_prop_unbacked_vals", {}) or {})}
+        value = node.expr.xreplace(mapping)
+        return int(value) if value.is_number else None
+    except Exception:
+        return None
+
+
+def _shape(val: Any) -> list[int | None] | None:
+    shape = getattr(val, "shape", None)
+    return None if shape is None else [_real_size(s) for s in shape]
+
+
+def observed_sizes(ep: Any, op: str) -> list[dict[str, Any]]:
+    """The real sizes of the op's tensor arguments and outputs at each call in the graph."""
+    out: list[dict[str, Any]] = []
+    if ep is None:
+        return out
+    for node in ep.graph.nodes:
+        if node.op != "call_function" or str(node.target) != op:
+            continue
+        args = [_shape(a.meta.get("val")) if hasattr(a, "meta") else None for a in node.args]
+        val = node.meta.get("val")
+        outs = [_shape(v) for v in val] if isinstance(val, (tuple, list)) else [_shape(val)]
+        out.append({"args": args, "out": outs})
+    return out
+
+
+def _attach_sizes(profiles: list[dict[str, Any]], observed: list[dict[str, Any]]) -> None:
+    """Give each profile the sizes of a call whose argument ranks match it."""
+    for profile in profiles:
+        ranks = [a["rank"] if a else None for a in profile["args"]]
+        for obs in observed:
+            if [len(s) if s is not None else None for s in obs["args"]] == ranks:
+                profile["sizes"] = obs
+                break
+
+
 def _function_location(fn: Any) -> dict[str, Any] | None:
     code = getattr(fn, "__code__", None)
     if code is None:
@@ -169,6 +214,7 @@ def report_failures(ep: Any, defines: dict[str, dict[str, Any]]) -> list[dict[st
                 sites = graph_call_sites(ep)
             item["call_sites"] = sites.get(op, [])
             item["profiles"] = profiles.get(op, [])
+            _attach_sizes(item["profiles"], observed_sizes(ep, op))
             item.update(op_registration(op, defines))
         out.append(item)
     return out

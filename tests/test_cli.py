@@ -1,0 +1,100 @@
+"""`exportlens check` end to end, as a user or CI runs it: formats, exit codes, --fix/--diff."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import EXAMPLES, ROOT
+
+SCHEMA = json.loads((ROOT / "tests/data/sarif-schema-2.1.0.json").read_text())
+
+
+def cli(*args: str, cwd: Path = ROOT, python: str = sys.executable) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+    return subprocess.run([python, "-m", "exportlens", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def test_clean_model_exits_zero() -> None:
+    out = cli("check", "examples/clean/model.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("0 problems in 1 target (")
+
+
+def test_text_reads_like_a_compiler() -> None:
+    out = cli("check", "examples/data_dependent/item_branch.py")
+    assert out.returncode == 1
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("examples/data_dependent/item_branch.py:9:12: error[data-dependent-guard]: "
+                            "Draft export could not decide `n > 2`")
+    assert out.stdout.splitlines()[-1].startswith("1 problem in 1 target (")
+
+
+def test_json_is_one_document_in_the_agreed_shape() -> None:
+    out = cli("check", "examples/data_dependent/item_branch.py", "examples/clean", "--format", "json")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)  # exactly one JSON document, nothing else on stdout
+    assert set(doc) == {"version", "torch", "targets", "diagnostics"}
+    assert doc["version"] == 1 and doc["torch"] == "2.13.0+cpu"
+    assert [(Path(t["file"]).name, t["line"], t["kind"], t["status"]) for t in doc["targets"]] == [
+        ("item_branch.py", 15, "export", "problems"), ("model.py", 16, "export", "ok")]
+    assert all(isinstance(t["seconds"], float) for t in doc["targets"])
+    (d,) = doc["diagnostics"]
+    assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes"}
+    assert d["file"] == str(EXAMPLES / "data_dependent/item_branch.py")
+    assert d["range"] == {"start": {"line": 8, "character": 11}, "end": {"line": 8, "character": 16}}
+    assert (d["severity"], d["code"], d["target"]) == (1, "data-dependent-guard", "export at item_branch.py:15")
+    preferred = [f for f in d["fixes"] if f["isPreferred"]]
+    assert [f["title"] for f in preferred] == ["Add `torch._check(n > 2)` (assume the branch the example took)"]
+    (edit,) = preferred[0]["edits"]
+    assert edit == {"file": d["file"], "range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}},
+                    "newText": "        torch._check(n > 2)\n"}
+
+
+def test_sarif_validates_against_the_published_schema() -> None:
+    out = cli("check", "examples/missing_fake", "--format", "sarif")
+    assert out.returncode == 1
+    doc = json.loads(out.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(doc)
+    results = doc["runs"][0]["results"]
+    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+             r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
+        ("missing-fake-kernel", "examples/missing_fake/model.py", 7), ("missing-fake-kernel", "examples/missing_fake/model.py", 13)]
+
+
+def test_missing_path_is_a_usage_error() -> None:
+    out = cli("check", "no/such/file.py")
+    assert out.returncode == 2
+    assert out.stdout == "" and "no such file or directory: no/such/file.py" in out.stderr
+
+
+def test_interpreter_without_torch_is_said_plainly(tmp_path: Path) -> None:
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    out = cli("check", "examples/clean/model.py", "--python", str(venv / "bin/python"))
+    assert out.returncode == 2
+    assert "has no torch installed" in out.stdout
+
+
+@pytest.mark.parametrize("mode", ["--diff", "--fix"])
+def test_fix_and_diff(tmp_path: Path, mode: str) -> None:
+    work = tmp_path / "examples"
+    shutil.copytree(EXAMPLES / "data_dependent", work / "data_dependent")
+    shutil.copy(EXAMPLES / "pyproject.toml", work / "pyproject.toml")
+    target = work / "data_dependent/item_branch.py"
+    before = target.read_text()
+    out = cli("check", str(target), mode, cwd=work)
+    assert out.returncode == 1
+    if mode == "--diff":
+        assert target.read_text() == before
+        assert "+        torch._check(n > 2)\n" in out.stdout and out.stdout.startswith("--- a/data_dependent/item_branch.py")
+    else:
+        assert target.read_text() == before.replace("        if n > 2:", "        torch._check(n > 2)\n        if n > 2:")
+        assert "fixed data_dependent/item_branch.py" in out.stderr
+        assert cli("check", str(target), cwd=work).returncode == 0
