@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per file (default 120)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
+    check.add_argument("--compile-backend", default="eager", choices=("eager", "aot_eager", "inductor"),
+                       help="backend for torch.compile targets (default eager: fast, same graph breaks)")
     check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
     check.add_argument("--fix", action="store_true", help="apply every preferred fix")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
@@ -61,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
-    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb)
+    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
+                              compile_backend=args.compile_backend)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     started = time.perf_counter()

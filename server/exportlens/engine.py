@@ -26,6 +26,7 @@ class EngineSettings:
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
     extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
     warmup: bool = True
+    compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
 
 
 @dataclass
@@ -135,6 +136,7 @@ class Engine:
         cache = SourceCache({path: src.text} if src is not None and text is not None else None)
         result.ran = True
         job = found.job(path, root)
+        job["compile_backend"] = self.settings.compile_backend
         seen: set[str] = set()
         raw: list[Diagnostic] = []
         started = time.perf_counter()

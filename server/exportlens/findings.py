@@ -71,6 +71,10 @@ def _target_anchor(ctx: Context) -> tuple[str, Range]:
 
 def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
     """All diagnostics of one `target` event of the worker."""
+    if event.get("kind") in ("compile", "trace"):
+        from exportlens import findings_compile  # imported here: it imports this module
+
+        return findings_compile.from_compile_event(ctx, event)
     if "exception" in event:
         return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
     if "target_error" in event:

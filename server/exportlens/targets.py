@@ -29,11 +29,13 @@ class FileTargets:
     module_vars: bool = False
     factories: list[str] = field(default_factory=list)
     lines: dict[str, int] = field(default_factory=dict)
+    compile: bool = False  # the file calls torch.compile: watch graph breaks and recompiles
+    trace: bool = False  # the file calls torch.jit.trace: watch tracer warnings and checks
 
     def job(self, path: str, root: str) -> dict[str, object]:
         """The worker request for this file."""
         return {"file": path, "root": root, "main": self.run_as_main, "module_vars": self.module_vars,
-                "factories": self.factories, "lines": self.lines}
+                "factories": self.factories, "lines": self.lines, "compile": self.compile, "trace": self.trace}
 
 
 def _dotted(node: ast.expr) -> str:
@@ -75,9 +77,48 @@ def _is_export_call(call: ast.Call, aliases: set[str]) -> bool:
     return head.endswith("torch.export") or head + "." in aliases
 
 
+def _compile_trace_names(tree: ast.Module) -> dict[str, str]:
+    """Dotted names that mean torch.compile / torch.jit.trace in this file → "compile" | "trace"."""
+    names = {"torch.compile": "compile", "torch.jit.trace": "trace"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch" and alias.asname:
+                    names[f"{alias.asname}.compile"] = "compile"
+                    names[f"{alias.asname}.jit.trace"] = "trace"
+                elif alias.name == "torch.jit" and alias.asname:
+                    names[f"{alias.asname}.trace"] = "trace"
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                if node.module == "torch" and alias.name == "compile":
+                    names[bound] = "compile"
+                elif node.module == "torch" and alias.name == "jit":
+                    names[f"{bound}.trace"] = "trace"
+                elif node.module == "torch.jit" and alias.name == "trace":
+                    names[bound] = "trace"
+    return names
+
+
+def _compile_trace_targets(tree: ast.Module, base: str, found: FileTargets) -> None:
+    """`torch.compile(...)`, `@torch.compile`, `torch.jit.trace(...)`: targets named by their line."""
+    names = _compile_trace_names(tree)
+    for node in ast.walk(tree):
+        hits: list[tuple[str, int]] = []
+        if isinstance(node, ast.Call) and _dotted(node.func) in names:
+            hits.append((names[_dotted(node.func)], node.lineno))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            hits.extend((names[_dotted(d)], d.lineno) for d in node.decorator_list if _dotted(d) in names)
+        for kind, line in hits:
+            found.targets.append(StaticTarget(f"{kind} at {base}:{line}", line, kind, "call"))
+            found.run_as_main = True
+            setattr(found, kind, True)
+
+
 def discover(tree: ast.Module, path: str, factories: list[str] | None = None) -> FileTargets:
     found = FileTargets()
     base = os.path.basename(path)
+    _compile_trace_targets(tree, base, found)
     aliases = _export_aliases(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _is_export_call(node, aliases):

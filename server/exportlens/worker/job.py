@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture
+from exportlens.worker import capture, compile_watch, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -179,6 +179,10 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     root = os.path.abspath(request.get("root") or os.path.dirname(file))
     rec = Recorder(emit, root)
     rec.install()
+    if request.get("compile"):
+        compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
+    if request.get("trace"):
+        trace_watch.install(emit, root)
     sys.argv = [file]
     sys.path[:0] = [os.path.dirname(file)] + ([root] if root != os.path.dirname(file) else [])
     os.chdir(root)
@@ -186,15 +190,18 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     started = time.perf_counter()
     namespace: dict[str, Any] = {}
     try:
-        namespace = runpy.run_path(file, run_name=run_name)
+        try:
+            namespace = runpy.run_path(file, run_name=run_name)
+        finally:
+            compile_watch.finish()  # compile targets are reported once the script is done (or died)
     except SystemExit as exc:
-        if exc.code not in (None, 0) and rec.count == 0:
+        if exc.code not in (None, 0) and rec.count == 0 and not request.get("compile") and not request.get("trace"):
             emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
                   "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
                   "target_error": f"the script called sys.exit({exc.code!r}) before any export"})
         return
     except BaseException as exc:
-        if id(exc) in rec.reported:
+        if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
             return
         emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
               "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),

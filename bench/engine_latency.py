@@ -1,0 +1,83 @@
+"""Engine latency, side by side in one run (a benchmark, not a test).
+
+1. Warm: the engine's per-target latency (warm zygote → fork → draft_export → findings) against
+   repeated in-process draft_export of the same target. Goal: engine ≤ 1.3 × in-process + 50 ms.
+2. Cold: `exportlens check FILE` (a fresh CLI: start the worker, analyse, exit) against a fresh
+   `python` script that imports torch and calls draft_export. Goal: the CLI is no slower.
+
+Runs are interleaved so that machine load hits both sides alike. Prints a table and the ratios.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "server"))
+
+from exportlens.engine import Engine, EngineSettings  # noqa: E402
+
+EXAMPLES = ["clean/model.py", "data_dependent/tensor_branch.py", "data_dependent/split_sizes.py",
+            "missing_fake/model.py", "mismatched_fake/model.py", "constraint/model.py", "two_files/model.py"]
+REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))
+COLD_RUNS = int(os.environ.get("BENCH_COLD_RUNS", "5"))
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+
+
+def inprocess(path: Path) -> list[float]:
+    out = subprocess.run([sys.executable, str(ROOT / "bench/inprocess_draft.py"), str(path), str(REPEATS)],
+                         capture_output=True, text=True, env=ENV, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def engine_times(engine: Engine, path: Path) -> list[float]:
+    await engine.check_file(str(path))  # same footing as the baseline's warm-up call
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        await engine.check_file(str(path))
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def timed(cmd: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, env=ENV)
+    return time.perf_counter() - started
+
+
+async def main() -> None:
+    engine = Engine(EngineSettings())
+    await engine.start()
+    print(f"warm per-target latency, median of {REPEATS} (seconds)")
+    print(f"{'example':34} {'in-process':>10} {'engine':>8} {'ratio':>6} {'goal':>7}")
+    met = True
+    for name in EXAMPLES:
+        path = ROOT / "examples" / name
+        base = statistics.median(inprocess(path))
+        ours = statistics.median(await engine_times(engine, path))
+        goal = 1.3 * base + 0.050
+        met &= ours <= goal
+        print(f"{name:34} {base:10.3f} {ours:8.3f} {ours / base:6.2f} {'ok' if ours <= goal else 'MISSED':>7}")
+    await engine.close()
+    print(f"warm goal (engine <= 1.3 x in-process + 50 ms): {'met' if met else 'MISSED'}")
+
+    target = ROOT / "examples/data_dependent/tensor_branch.py"
+    cli, script = [], []
+    for _ in range(COLD_RUNS):  # interleaved
+        cli.append(timed([sys.executable, "-m", "exportlens", "check", str(target)]))
+        script.append(timed([sys.executable, str(ROOT / "bench/cold_script.py"), str(target)]))
+    c, s = statistics.median(cli), statistics.median(script)
+    print(f"\ncold, median of {COLD_RUNS}: exportlens check {c:.2f} s, plain python+draft_export {s:.2f} s, "
+          f"ratio {c / s:.2f} ({'met' if c <= s else 'MISSED'}: goal <= 1.00)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
