@@ -24,14 +24,20 @@ def line_edits(file: str, old: str, new: str) -> tuple[TextEdit, ...]:
     """The smallest whole-line edits that turn ``old`` into ``new`` (unchanged lines untouched)."""
     a = split_lines(old)
     b = split_lines(new)
-    sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    head = 0  # lines equal at both ends are never part of an edit: match only the middle
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    sm = difflib.SequenceMatcher(a=a[head : len(a) - tail], b=b[head : len(b) - tail], autojunk=False)
     edits = []
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
-        start = line_start_position(old, i1)
-        end = line_start_position(old, i2)
-        edits.append(TextEdit(file, Range(start, end), "".join(b[j1:j2])))
+        start = line_start_position(old, head + i1)
+        end = line_start_position(old, head + i2)
+        edits.append(TextEdit(file, Range(start, end), "".join(b[head + j1 : head + j2])))
     return tuple(edits)
 
 

@@ -43,6 +43,7 @@ class Child:
     cancelled: bool = False
     timed_out: bool = False
     events: int = 0
+    reported: bool = False  # its `done` went out already
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -185,6 +186,11 @@ class Zygote:
         os.close(res_w)
         self.spare = Spare(pid, req_w, res_r)
 
+    def _replenish(self) -> None:
+        """Fork the next spare once no job runs, so its warm-up never competes with a job for CPU."""
+        if self.spare is None and all(c.reported or c.eof for c in self.children.values()):
+            self.fork_spare()
+
     def _take_spare(self) -> Spare | None:
         spare, self.spare = self.spare, None
         if spare is None:
@@ -241,8 +247,6 @@ class Zygote:
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
         self.send({"event": "started", "id": child.id, "pid": child.pid})
-        if self.spare is None:
-            self.fork_spare()  # the next job's process warms up while this one runs
 
     def cancel(self, job_id: str) -> None:
         for child in self.children.values():
@@ -275,6 +279,11 @@ class Zygote:
                 continue
             if event.get("event") == "end":
                 child.ended = True
+                if not child.cancelled:  # complete: answer now, reap the process later
+                    child.reported = True
+                    self.send({"event": "done", "id": child.id, "status": "ok", "detail": "",
+                               "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+                    self._replenish()
                 continue
             event["id"] = child.id
             child.events += 1
@@ -302,9 +311,11 @@ class Zygote:
             os.close(child.fd)
         self._reap(child, block=True)
         self._kill(child)  # grandchildren the user's code left behind
-        status, detail = self._verdict(child)
-        self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
-                   "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+        if not child.reported:
+            status, detail = self._verdict(child)
+            self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
+                       "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+            self._replenish()
         shutil.rmtree(child.jobdir, ignore_errors=True)
 
     def _verdict(self, child: Child) -> tuple[str, str]:
