@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per file (default 120)")
+    check.add_argument("--jobs", type=int, default=2, metavar="N", help="files analysed at once (default 2)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     check.add_argument("--compile-backend", default="eager", choices=("eager", "aot_eager", "inductor"),
                        help="backend for torch.compile targets (default eager: fast, same graph breaks)")
@@ -64,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
-                              compile_backend=args.compile_backend)
+                              compile_backend=args.compile_backend, jobs=args.jobs)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     started = time.perf_counter()

@@ -26,6 +26,7 @@ class EngineSettings:
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
     extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
     warmup: bool = True
+    jobs: int = 2  # files analysed at once by a folder check (each job is its own process)
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
 
 
@@ -179,12 +180,18 @@ class Engine:
             explicit = os.path.isfile(p)
             files.extend((f, explicit) for f in project.python_files(p))
         report = Report(torch_version="unknown")
-        for file, explicit in files:
-            res = await self.check_file(file, explicit=explicit)
-            report.targets.extend(res.targets)
-            report.diagnostics.extend(res.diagnostics)
+        gate = asyncio.Semaphore(max(1, self.settings.jobs))
+
+        async def one(file: str, explicit: bool) -> FileResult:
+            async with gate:
+                res = await self.check_file(file, explicit=explicit)
             if on_file:
                 on_file(res)
+            return res
+
+        for res in await asyncio.gather(*(one(f, e) for f, e in files)):  # results keep the files' order
+            report.targets.extend(res.targets)
+            report.diagnostics.extend(res.diagnostics)
         if self.worker.info:
             report.torch_version = self.torch_version
         return report
