@@ -112,3 +112,13 @@ def test_folder_walk_is_quiet_about_helper_modules(engine: SyncEngine) -> None:
     report = engine.call(engine.engine.check_paths([str(EXAMPLES / "two_files")]))
     assert [d.code for d in report.diagnostics] == ["data-dependent-guard"]
     assert not any(d.severity == INFORMATION for d in report.diagnostics)
+
+
+def test_op_profiles_are_saved_in_torchs_format(engine: SyncEngine, examples_copy) -> None:  # type: ignore[no-untyped-def]
+    path = examples_copy / "missing_fake/model.py"
+    result = engine.check(path, save_op_profiles=True)
+    (saved,) = result.op_profiles
+    assert saved == {"target": "model", "file": str(examples_copy / "missing_fake/model.op_profiles.yaml"),
+                     "ops": ["exportlens_demo.nonzero_rows.default"]}
+    text = (examples_copy / "missing_fake/model.op_profiles.yaml").read_text()
+    assert text.startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:\n")

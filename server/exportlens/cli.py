@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from exportlens import __version__
-from exportlens.engine import Engine, EngineSettings
+from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Diagnostic, Report
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
     check.add_argument("--fix", action="store_true", help="apply every preferred fix")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
+    check.add_argument("--save-op-profiles", action="store_true",
+                       help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)")
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
@@ -70,10 +72,18 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     engine = Engine(settings, log=log)
     started = time.perf_counter()
     try:
-        report = await engine.check_paths(args.paths)
+        report = await engine.check_paths(args.paths, on_file=_say_profiles, save_op_profiles=args.save_op_profiles)
     finally:
         await engine.close()
     return report, time.perf_counter() - started
+
+
+def _say_profiles(result: FileResult) -> None:
+    for saved in result.op_profiles:
+        if saved.get("file"):
+            print(f"exportlens: wrote {_display_path(saved['file'])} ({', '.join(saved['ops'])})", file=sys.stderr)
+        else:
+            print(f"exportlens: {_display_path(result.path)}: no op profiles saved: {saved.get('error')}", file=sys.stderr)
 
 
 def _with_fixes(report: Report) -> None:

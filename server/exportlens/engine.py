@@ -36,6 +36,7 @@ class FileResult:
     targets: list[TargetResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ran: bool = False  # whether user code was run for it
+    op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
 
 
 class SourceCache:
@@ -121,7 +122,8 @@ class Engine:
         return src, found, diags, root
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
-                         on_target: Callable[[TargetResult], None] | None = None) -> FileResult:
+                         on_target: Callable[[TargetResult], None] | None = None,
+                         save_op_profiles: bool = False) -> FileResult:
         """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk)."""
         path = os.path.abspath(path)
         result = FileResult(path)
@@ -138,6 +140,7 @@ class Engine:
         result.ran = True
         job = found.job(path, root)
         job["compile_backend"] = self.settings.compile_backend
+        job["save_op_profiles"] = save_op_profiles
         seen: set[str] = set()
         raw: list[Diagnostic] = []
         started = time.perf_counter()
@@ -153,6 +156,8 @@ class Engine:
                                       status, float(event.get("seconds", 0.0)))
                     result.targets.append(tr)
                     seen.add(tr.name)
+                    if event.get("op_profiles"):
+                        result.op_profiles.append({"target": tr.name, **event["op_profiles"]})
                     if on_target:
                         on_target(tr)
                 elif kind == "done" and event.get("status") in ("crashed", "timeout"):
@@ -173,7 +178,8 @@ class Engine:
         result.diagnostics.extend(_merge(raw))
         return result
 
-    async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None) -> Report:
+    async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
+                          save_op_profiles: bool = False) -> Report:
         """Every Python file under `paths`; files named directly always get an answer."""
         files: list[tuple[str, bool]] = []
         for p in paths:
@@ -184,7 +190,7 @@ class Engine:
 
         async def one(file: str, explicit: bool) -> FileResult:
             async with gate:
-                res = await self.check_file(file, explicit=explicit)
+                res = await self.check_file(file, explicit=explicit, save_op_profiles=save_op_profiles)
             if on_file:
                 on_file(res)
             return res

@@ -35,6 +35,7 @@ class Recorder:
         self.defines: dict[str, dict[str, Any]] = {}
         self.reported: set[int] = set()
         self.values: dict[str, Any] = {}
+        self.save_profiles = False
         self.count = 0
         self._active = False
         self._export = torch.export.export
@@ -103,6 +104,11 @@ class Recorder:
                         strict=strict, preserve_module_call_signature=preserve_module_call_signature,
                         prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
 
+    def _save_profiles(self, ep: Any, file: str, line: int) -> dict[str, Any]:
+        stem = os.path.splitext(file)[0]
+        suffix = "" if self.count <= 1 else f".{line}"
+        return _save_profiles_to(ep, f"{stem}{suffix}.op_profiles.yaml")
+
     def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None,
             reraise: bool = True, **options: Any) -> Any:
         """draft_export one target and emit its result; re-raise what export raised."""
@@ -122,10 +128,29 @@ class Recorder:
             self._active = False
         seconds = time.perf_counter() - started
         failures = capture.report_failures(ep, self.defines)
+        saved = self._save_profiles(ep, file, line) if self.save_profiles else None
         self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
                    "seconds": seconds, "failures": failures, "values": dict(self.values),
-                   "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None})
+                   "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
+                   "op_profiles": saved})
         return ep
+
+
+def _save_profiles_to(ep: Any, path: str) -> dict[str, Any]:
+    """Write the op profiles draft export recorded with torch's own YAML writer."""
+    report = getattr(ep, "_report", None)
+    profiles = getattr(report, "op_profiles", None)
+    if not profiles:
+        return {"file": None, "error": "draft export recorded no custom-op profiles for this target"}
+    try:
+        from torch._library.fake_profile import save_op_profiles
+
+        save_op_profiles(profiles, path)
+    except ImportError as exc:
+        return {"file": None, "error": f"saving op profiles needs PyYAML in this interpreter ({exc})"}
+    except Exception as exc:
+        return {"file": None, "error": f"{type(exc).__name__}: {exc}"}
+    return {"file": path, "ops": sorted(str(k) for k in profiles)}
 
 
 def _user_caller() -> dict[str, Any] | None:
@@ -178,6 +203,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     file = os.path.abspath(request["file"])
     root = os.path.abspath(request.get("root") or os.path.dirname(file))
     rec = Recorder(emit, root)
+    rec.save_profiles = bool(request.get("save_op_profiles"))
     rec.install()
     if request.get("compile"):
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
