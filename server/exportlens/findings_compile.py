@@ -15,7 +15,7 @@ from typing import Any
 
 from exportlens import placement
 from exportlens.findings import Context, exception_diagnostic
-from exportlens.model import ERROR, WARNING, Diagnostic, Range, Related
+from exportlens.model import ERROR, HINT, WARNING, Diagnostic, Range, Related
 from exportlens.placement import Frame
 from exportlens.source import Source
 
@@ -285,7 +285,12 @@ def recompiles(ctx: Context, event: dict[str, Any], group: list[dict[str, Any]])
         "compile_call": {"file": ctx.target_file, "line": ctx.target_line}, "compile_options": options,
         "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes,
     }
-    return _diag(ctx, anchor[0], anchor[1], "recompile", message, related=related, data=data)
+    diag = _diag(ctx, anchor[0], anchor[1], "recompile", message, related=related, data=data)
+    if change["kind"] == "size" and count == 1 and limit is None and options.get("dynamic") is not False:
+        # automatic dynamic shapes: one recompile, then the size is dynamic. Expected, so a hint.
+        diag.severity = HINT
+        diag.message += " (This single recompile is torch.compile switching the size to dynamic; it happens once.)"
+    return diag
 
 
 _RECOMPILE_URL = ("https://docs.pytorch.org/docs/main/user_guide/torch_compiler/compile/"

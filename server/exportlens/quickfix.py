@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exportlens import fixes as gen
+from exportlens.fixes import compile_fixes
 from exportlens.model import Diagnostic, Fix
 from exportlens.source import SourceError, read_source
 
@@ -96,6 +97,31 @@ def _guard_added(d: Diagnostic, read: Reader) -> list[Fix]:
     return _ok(gen.dynamic_shapes_fixes(text, call["file"], int(call["line"]), named[0]["name"], d.data.get("value")))
 
 
+def _compile(d: Diagnostic, read: Reader) -> list[Fix]:
+    """graph-break / recompile: the fixes the worker said apply, in its order of preference."""
+    out: list[Fix] = []
+    for want in d.data.get("fixes") or []:
+        kind = want.get("fix")
+        file = want.get("file") or (want.get("compile_call") or {}).get("file") or d.file
+        text = read(file)
+        if text is None:
+            continue
+        if kind == "torch_cond":
+            found = _ok(gen.rewrite_if_as_cond(text, file, d.range.start.line + 1))
+        elif kind == "capture_scalar_outputs":
+            found = _ok(compile_fixes.capture_scalar_outputs_fix(text, file))
+        elif kind == "reorderable_logging":
+            found = _ok(compile_fixes.reorderable_logging_fix(text, file, str(want.get("function") or "print")))
+        elif kind == "compiler_disable":
+            found = _ok(compile_fixes.compiler_disable_fix(text, file, int(want.get("line") or d.range.start.line + 1)))
+        elif kind == "drop_dynamic_false":
+            found = _ok(compile_fixes.drop_dynamic_false_fix(text, file, int((want.get("compile_call") or {}).get("line") or 0)))
+        else:
+            found = []  # pass-as-tensor, mark_dynamic, torch._check under compile: not rewritten automatically
+        out += [Fix(f.title, f.edits, not out and i == 0) for i, f in enumerate(found)]
+    return out
+
+
 def fixes_for(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
     """The fixes for one diagnostic against the current texts; the preferred one first."""
     try:
@@ -108,6 +134,8 @@ def fixes_for(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
             found = _mismatch(d, read)
         elif d.code == "guard-added":
             found = _guard_added(d, read)
+        elif d.code in ("graph-break", "recompile"):
+            found = _compile(d, read)
         else:
             found = []
     except (SyntaxError, ValueError, KeyError, TypeError):  # a document mid-edit: no fix rather than a wrong one
