@@ -66,7 +66,7 @@ def test_golden(case: Path) -> None:
 
 def test_every_kind_has_cases() -> None:
     kinds = {c.parent.name for c in CASES}
-    assert kinds == {"check", "cond", "fake", "mismatch", "dynamic_shapes"}
+    assert kinds == {"check", "cond", "fake", "mismatch", "dynamic_shapes", "compile"}
     assert len(CASES) >= 40
 
 

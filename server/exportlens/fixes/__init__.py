@@ -18,6 +18,8 @@ Entry points:
 * ``register_fake_fix(text, file, op, profiles, definition)`` — a fake kernel after the op.
 * ``mismatch_fix(text, file, def_line, reason, real_out)`` — corrects an existing fake kernel.
 * ``dynamic_shapes_fixes(text, file, call_line, dim, value)`` — ``Dim.STATIC`` / ``Dim.AUTO``.
+* ``capture_scalar_outputs_fix``, ``reorderable_logging_fix``, ``compiler_disable_fix``,
+  ``drop_dynamic_false_fix`` — torch.compile graph breaks and recompiles (compile_fixes.py).
 * ``apply_edits(text, edits)``, ``apply_fix(texts, fix)``, ``unified_diff(old, new, path)``.
 """
 
@@ -32,6 +34,7 @@ from .check_insert import (
     negate,
 )
 from .common import Refusal
+from .compile_fixes import capture_scalar_outputs_fix, compiler_disable_fix, drop_dynamic_false_fix, reorderable_logging_fix
 from .cond_rewrite import rewrite_if_as_cond
 from .dynamic_shapes_fix import dynamic_shapes_fixes
 from .fake_kernel import qualified_name, register_fake_fix
@@ -43,6 +46,10 @@ __all__ = [
     "apply_edits",
     "apply_fix",
     "branch_condition",
+    "capture_scalar_outputs_fix",
+    "compiler_disable_fix",
+    "drop_dynamic_false_fix",
+    "reorderable_logging_fix",
     "dynamic_shapes_fixes",
     "guard_check_fixes",
     "insert_check",

@@ -66,13 +66,25 @@ def compiler_disable_fix(text: str, file: str, line: int, *, preferred: bool = F
     if any("disable" in ast.unparse(d) for d in fn.decorator_list):
         return Refusal(f"`{fn.name}` is already excluded from compilation")
     lines = split_lines(text)
-    first = stmt_start_line(fn)
+    first = fn.lineno  # right above `def`, below other decorators: disable wraps the plain function
     binding = torch_binding(tree)
     new = insert_lines(text, first - 1, f"{indent_of(lines[first - 1])}@{binding or 'torch'}.compiler.disable{newline_of(text, first - 1)}")
     if binding is None:
         index, import_line = import_torch_insertion(new, ast.parse(new), first)
         new = insert_lines(new, index, import_line)
     return make_fix(file, text, new, f"Run `{fn.name}` outside the graph with `@torch.compiler.disable`", preferred)
+
+
+def _own_line(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The whole line around [start, end) when nothing but blanks, a comma and a comment is beside it."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    before, after = text[line_start:start], text[end:line_end]
+    rest = after.strip()
+    if before.strip() or not (rest == "" or rest == "," or rest.startswith("#") or (rest.startswith(",") and rest[1:].strip().startswith("#"))):
+        return None
+    return line_start, line_end
 
 
 def drop_dynamic_false_fix(text: str, file: str, call_line: int) -> Fix | Refusal:
@@ -88,7 +100,10 @@ def drop_dynamic_false_fix(text: str, file: str, call_line: int) -> Fix | Refusa
             if kw.arg == "dynamic" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
                 at = items.index(kw)
                 start, end = node_span(text, kw)
-                if at > 0:  # from the end of the previous argument
+                own_line = _own_line(text, start, end)
+                if own_line is not None:  # `dynamic=False,  # comment` alone on its line: drop the line
+                    start, end = own_line
+                elif at > 0:  # from the end of the previous argument
                     start = node_span(text, items[at - 1])[1]
                 elif at + 1 < len(items):  # up to the next argument
                     end = node_span(text, items[at + 1])[0]
