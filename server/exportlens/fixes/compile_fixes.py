@@ -96,7 +96,7 @@ def drop_dynamic_false_fix(text: str, file: str, call_line: int) -> Fix | Refusa
         if not (isinstance(call, ast.Call) and call.lineno <= call_line <= (call.end_lineno or call.lineno)):
             continue
         items: list[ast.AST] = [*call.args, *call.keywords]
-        for i, kw in enumerate(call.keywords):
+        for kw in call.keywords:
             if kw.arg == "dynamic" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
                 at = items.index(kw)
                 start, end = node_span(text, kw)
