@@ -27,8 +27,12 @@ lint: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
 
+## make bench: latency and memory figures, measured side by side (a benchmark, not a test)
 bench: $(STAMP)
 	$(BIN)/python bench/engine_latency.py
+	$(BIN)/python bench/server_startup.py
+	$(BIN)/python bench/server_code_action.py
+	$(BIN)/python bench/server_save.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SyncEngine, spans
-from conftest import SyncEngine as _Engine  # noqa: F401  (re-exported for the fixtures below)
 from exportlens.engine import EngineSettings
 
 MODEL = '''import torch
@@ -119,5 +118,27 @@ def test_zygote_restarts_after_it_dies(project: Path) -> None:
         os.kill(pid, signal.SIGKILL)
         _still_correct(eng)
         assert eng.engine.worker.info["pid"] != pid
+    finally:
+        eng.close()
+
+
+def test_big_parallel_ops_in_a_job_do_not_hang(fast_engine: SyncEngine, project: Path) -> None:
+    """OpenMP pools do not survive fork: the zygote and its children run single-threaded."""
+    path = project / "matmul.py"
+    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return (x @ x).sort(dim=1).values\n\n\n"
+                    "model = M()\nexample_args = (torch.randn(600, 600),)\n")
+    for _ in range(2):
+        result = fast_engine.check(path)
+        assert [t.status for t in result.targets] == ["ok"] and result.diagnostics == []
+
+
+def test_spawn_fallback_where_fork_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EXPORTLENS_NO_FORK", "1")
+    eng = SyncEngine(EngineSettings(timeout=60))
+    try:
+        assert eng.engine.worker.info == {}
+        _still_correct(eng)
+        assert eng.engine.worker.info["fork"] is False
+        assert spans(eng.check(EXAMPLES / "two_files/model.py")) == [("layers.py", 7, 7, 7, 12, "data-dependent-guard")]
     finally:
         eng.close()

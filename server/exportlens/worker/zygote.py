@@ -159,7 +159,8 @@ class Zygote:
         self.protocol = protocol
         self.children: dict[int, Child] = {}
         self.selector = selectors.DefaultSelector()
-        self.can_fork = hasattr(os, "fork") and sys.platform != "win32"
+        # EXPORTLENS_NO_FORK=1 forces the spawn path that platforms without fork take
+        self.can_fork = hasattr(os, "fork") and sys.platform != "win32" and not os.environ.get("EXPORTLENS_NO_FORK")
         self.use_spares = True
         self.spare: Spare | None = None
 

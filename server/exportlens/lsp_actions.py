@@ -1,0 +1,260 @@
+"""Quick fixes as LSP code actions: listed cheaply, edits filled in by `codeAction/resolve`.
+
+An action is only offered while the document is exactly the text the diagnostic was computed
+against (its hash travels in the diagnostic's `data`); after an edit the fix would target stale
+lines, so the action is shown disabled ("save to run again") or not at all. Edits are versioned
+`TextDocumentEdit`s, so a client also refuses them if the document moved on in between, and
+resolve refuses (ContentModified) an action listed for an older version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
+
+from exportlens.lsp_convert import SOURCE, from_lsp_data, lsp_range, path_of, text_hash, uri_of
+from exportlens.model import Diagnostic, Fix
+
+if TYPE_CHECKING:
+    from exportlens.server import ExportLensServer
+
+STALE = "The file changed since ExportLens ran: save it to run again, then apply the fix"
+
+
+def _fixes_for() -> Callable[..., list[Fix]] | None:
+    """`quickfix.fixes_for`, or None while that module is absent (then no actions)."""
+    try:
+        from exportlens import quickfix
+    except ImportError:
+        return None
+    return getattr(quickfix, "fixes_for", None)
+
+
+Reader = Callable[[str], "str | None"]
+
+
+def _key(diag: Diagnostic) -> str:
+    raw = json.dumps(diag.to_json(with_data=True), sort_keys=True, default=str)
+    return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class FixCache:
+    """Fixes per diagnostic, valid while every file they were computed from is unchanged.
+
+    Computing fixes parses and diffs whole files (hundreds of ms on a 2,000-line file), and an
+    editor asks for code actions on every cursor move, so each result is computed once: when a
+    run's diagnostics are published (in a thread) or on the first request.
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[dict[str, str | None], list[Fix]]] = {}
+
+    def get(self, diag: Diagnostic, read: Reader) -> list[Fix] | None:
+        hit = self.entries.get(_key(diag))
+        if hit is None:
+            return None
+        reads, fixes = hit
+        for path, sha in reads.items():
+            text = read(path)
+            if (text_hash(text) if text is not None else None) != sha:
+                return None
+        return fixes
+
+    def compute(self, diag: Diagnostic, read: Reader, fixes_for: Callable[..., list[Fix]]) -> list[Fix]:
+        reads: dict[str, str | None] = {}
+
+        def recording(path: str) -> str | None:
+            text = read(path)
+            reads[path] = text_hash(text) if text is not None else None
+            return text
+
+        fixes = fixes_for(diag, recording)
+        if len(self.entries) > 512:
+            self.entries.clear()
+        self.entries[_key(diag)] = (reads, fixes)
+        return fixes
+
+
+class Actions:
+    def __init__(self, ls: ExportLensServer) -> None:
+        self.ls = ls
+        self.cache = FixCache()
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+
+    async def fixes(self, diag: Diagnostic, fixes_for: Callable[..., list[Fix]]) -> list[Fix]:
+        pending = self.pending.get(_key(diag))
+        if pending is not None:  # being precomputed right now: wait for it rather than compute twice
+            await asyncio.shield(pending)
+        found = self.cache.get(diag, self.read)
+        return found if found is not None else self.cache.compute(diag, self.read, fixes_for)
+
+    async def warm(self, paths: list[str]) -> None:
+        """Compute the fixes of fresh diagnostics in open files off the event loop."""
+        fixes_for = _fixes_for()
+        if fixes_for is None:
+            return
+        snapshot = {p: t for p in self.ls.open_docs if (t := self.ls.runs.current_text(p)[0]) is not None}
+
+        def read(path: str) -> str | None:
+            if path in snapshot:
+                return snapshot[path]
+            from exportlens.quickfix import read_disk
+
+            return read_disk(path)
+
+        todo = []
+        for path in paths:
+            current = snapshot.get(path)
+            if current is None:
+                continue
+            sha = text_hash(current)
+            todo += [d for d, dsha, _ in self.ls.runs.diagnostics_in(path) if dsha == sha and self.cache.get(d, read) is None]
+        futures = {}
+        for diag in todo:
+            key = _key(diag)
+            futures[key] = self.pending[key] = asyncio.get_running_loop().create_future()
+        for diag in todo:
+            key = _key(diag)
+            try:
+                await asyncio.to_thread(self.cache.compute, diag, read, fixes_for)
+            except Exception as exc:  # a fix generator bug: the request path will say so
+                self.ls.log(f"precomputing fixes failed: {exc}")
+            finally:
+                futures[key].set_result(None)
+                if self.pending.get(key) is futures[key]:
+                    del self.pending[key]
+
+    # -- capabilities -------------------------------------------------------------------------
+
+    def _code_action_caps(self) -> types.CodeActionClientCapabilities | None:
+        caps = self.ls.client_capabilities
+        return caps.text_document.code_action if caps is not None and caps.text_document is not None else None
+
+    def lazy(self) -> bool:
+        ca = self._code_action_caps()
+        return bool(ca and ca.resolve_support and "edit" in (ca.resolve_support.properties or []) and ca.data_support)
+
+    def disabled_supported(self) -> bool:
+        ca = self._code_action_caps()
+        return bool(ca and ca.disabled_support)
+
+    # -- texts --------------------------------------------------------------------------------
+
+    def read(self, path: str) -> str | None:
+        """The current text of a file: the open document's, else the disk's."""
+        text, _ = self.ls.runs.current_text(path)
+        if text is not None:
+            return text
+        from exportlens.quickfix import read_disk
+
+        return read_disk(path)
+
+    def _diagnostics(self, params: types.CodeActionParams, path: str) -> list[tuple[Diagnostic, str | None]]:
+        """Ours among the diagnostics the client sent, else ours that overlap the range."""
+        found: list[tuple[Diagnostic, str | None]] = []
+        for d in params.context.diagnostics:
+            if d.source != SOURCE:
+                continue
+            decoded = from_lsp_data(d.data)
+            if decoded is not None:
+                found.append(decoded)
+        if found or params.context.diagnostics:
+            return found
+        want = params.range
+        for diag, sha, _owner in self.ls.runs.diagnostics_in(path):
+            r = diag.range
+            if (r.start.line, r.start.character) <= (want.end.line, want.end.character) and \
+               (want.start.line, want.start.character) <= (r.end.line, r.end.character):
+                found.append((diag, sha))
+        return found
+
+    # -- requests -----------------------------------------------------------------------------
+
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        only = params.context.only
+        if only and not any(types.CodeActionKind.QuickFix.value.startswith(str(getattr(k, "value", k))) for k in only):
+            return []
+        uri = params.text_document.uri
+        path = path_of(uri)
+        fixes_for = _fixes_for()
+        if path is None or fixes_for is None:
+            return []
+        text, version = self.ls.runs.current_text(path)
+        current = text if text is not None else self.read(path)
+        if current is None:
+            return []
+        current_sha = text_hash(current)
+        out: list[types.CodeAction] = []
+        lazy = self.lazy()
+        for diag, sha in self._diagnostics(params, path):
+            lsp_diag = self._lsp_diag(diag, params)
+            if sha is not None and sha != current_sha:
+                if self.disabled_supported():
+                    out.append(types.CodeAction(title="ExportLens: fix unavailable until the file is run again",
+                                                kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
+                                                disabled=types.CodeActionDisabled(reason=STALE)))
+                continue
+            fixes = await self.fixes(diag, fixes_for)
+            for index, fix in enumerate(fixes):
+                action = types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
+                                          is_preferred=fix.is_preferred or None)
+                if lazy:
+                    action.data = {"uri": uri, "version": version, "sha": current_sha, "index": index, "title": fix.title,
+                                   "diagnostic": diag.to_json(with_data=True)}
+                else:
+                    action.edit = self.workspace_edit(fix)
+                out.append(action)
+        return out
+
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        data: Any = action.data
+        if action.edit is not None or not isinstance(data, dict):
+            return action
+        try:
+            uri = str(data["uri"])
+            diag = Diagnostic.from_json(data["diagnostic"])
+            index = int(data["index"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise JsonRpcInvalidParams(message=f"not an ExportLens code action: {exc}") from exc
+        path = path_of(uri)
+        fixes_for = _fixes_for()
+        if path is None or fixes_for is None:
+            raise JsonRpcInvalidParams(message="quick fixes are not available")
+        fixes = await self.fixes(diag, fixes_for)
+        text, version = self.ls.runs.current_text(path)  # after the await: the newest version
+        current = text if text is not None else self.read(path)
+        if version != data.get("version") or current is None or text_hash(current) != data.get("sha"):
+            raise JsonRpcContentModified(message="The document changed since this fix was offered; ask for fixes again")
+        if index >= len(fixes) or fixes[index].title != data.get("title"):
+            raise JsonRpcContentModified(message="This fix no longer applies to the document")
+        action.edit = self.workspace_edit(fixes[index])
+        return action
+
+    # -- building edits -----------------------------------------------------------------------
+
+    def workspace_edit(self, fix: Fix) -> types.WorkspaceEdit:
+        """One versioned TextDocumentEdit per file, in the order the fix lists them."""
+        by_file: dict[str, list[types.TextEdit]] = {}
+        for e in fix.edits:
+            by_file.setdefault(e.file, []).append(types.TextEdit(range=lsp_range(e.range), new_text=e.new_text))
+        changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
+        for file, edits in by_file.items():
+            _, version = self.ls.runs.current_text(file)
+            uri = self.ls.open_docs.get(file) or uri_of(file)
+            changes.append(types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=list(edits)))
+        return types.WorkspaceEdit(document_changes=changes)
+
+    def _lsp_diag(self, diag: Diagnostic, params: types.CodeActionParams) -> types.Diagnostic:
+        for d in params.context.diagnostics:
+            decoded = from_lsp_data(d.data) if d.source == SOURCE else None
+            if decoded is not None and decoded[0].code == diag.code and decoded[0].range == diag.range:
+                return d
+        return types.Diagnostic(range=lsp_range(diag.range), message=diag.message, code=diag.code, source=SOURCE)

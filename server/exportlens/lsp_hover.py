@@ -1,0 +1,100 @@
+"""Hover text for a diagnostic: the guard in source terms and as torch printed it, the locals
+with their symbolic shapes, and where each symbol came from (the `.item()` or op that made it).
+
+Everything comes from `Diagnostic.data` plus a static look at the current text; nothing runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from exportlens.lsp_convert import doc_url
+from exportlens.model import Diagnostic
+
+_SYMBOL = re.compile(r"\b([us]\d+)\b")
+
+
+def _title(code: str) -> str:
+    try:
+        from exportlens import codes
+
+        title = getattr(getattr(codes, "CODES", {}).get(code), "title", None)
+        if isinstance(title, str):
+            return title
+    except Exception:
+        pass
+    return code
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def assignment_of(text: str | None, name: str, before_line: int) -> tuple[int, str] | None:
+    """The last simple assignment to `name` above 1-based `before_line`: (line, statement)."""
+    if not text or not name.isidentifier():
+        return None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    best: tuple[int, str] | None = None
+    lines = text.splitlines()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.lineno < before_line:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if name in names and (best is None or node.lineno > best[0]):
+                stmt = "\n".join(lines[node.lineno - 1:(node.end_lineno or node.lineno)]).strip()
+                best = (node.lineno, stmt)
+    return best
+
+
+def hover_markdown(diag: Diagnostic, text: str | None) -> str:
+    """Markdown for one diagnostic; `text` is the file's current text (for symbol origins)."""
+    d = diag.data
+    out = [f"**ExportLens · `{diag.code}`** — {_title(diag.code)}", ""]
+    source_expr, expr = d.get("source_expr"), d.get("expr")
+    if expr or source_expr:
+        if source_expr:
+            out.append(f"- guard in your code: `{source_expr}`")
+        if expr:
+            out.append(f"- as torch printed it: `{expr}`")
+        if d.get("result") is not None:
+            out.append(f"- with the example inputs it was: `{d['result']}`")
+        values = d.get("values") or {}
+        if values:
+            out.append("- observed values: " + ", ".join(f"`{k} = {v}`" for k, v in sorted(values.items())))
+    if d.get("op") or d.get("qualname"):
+        out.append(f"- operator: `{d.get('qualname') or d.get('op')}`")
+    if d.get("reason"):
+        out.append(f"- fake vs real: {str(d['reason']).strip()}")
+    for dim in d.get("dims") or []:
+        out.append(f"- `{dim.get('input')}.shape[{dim.get('dim')}]` is torch's `{dim.get('symbol')}`")
+    locals_ = d.get("locals") or {}
+    if locals_:
+        out += ["", "| local | symbolic value |", "|---|---|"]
+        for name, vals in sorted(locals_.items()):
+            shown = ", ".join(str(v) for v in vals) if isinstance(vals, list) else str(vals)
+            out.append(f"| `{_cell(name)}` | `{_cell(shown)}` |")
+    names = d.get("names") or {}
+    symbols = sorted(set(_SYMBOL.findall(str(expr or ""))))
+    origins = []
+    line = int(d.get("statement_line") or d.get("user_line") or diag.range.start.line + 1)
+    for sym in symbols:
+        local = names.get(sym)
+        if not local:
+            continue
+        found = assignment_of(text, str(local), line)
+        if found:
+            origins.append(f"- `{sym}` is `{local}`, created on line {found[0]}: `{found[1].splitlines()[0]}`")
+        else:
+            origins.append(f"- `{sym}` is `{local}`")
+    if origins:
+        out += ["", "**Where the symbols come from**", *origins]
+    url = doc_url(diag.code)
+    if url:
+        out += ["", f"[PyTorch documentation]({url})"]
+    return "\n".join(out)

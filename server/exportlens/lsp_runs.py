@@ -1,0 +1,321 @@
+"""Runs and their results: one task per analysed file, newest wins, results published per file.
+
+A run belongs to its *owner* (the file whose targets ran); its diagnostics may land in other
+files (a helper module). A new run of an owner cancels the one in flight, which kills that
+worker job; a run whose generation is no longer the newest publishes nothing. Every file a run
+touched is re-published from all owners' results, so a diagnostic a later run no longer has is
+cleared. Ranges are carried onto the editor's current text (see `lsp_textmap`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from lsprotocol import types
+
+from exportlens import project
+from exportlens.engine import Engine, EngineSettings, FileResult
+from exportlens.lsp_convert import path_of, text_hash, to_lsp, uri_of
+from exportlens.lsp_progress import RunProgress, problems_text
+from exportlens.lsp_textmap import LineMap, line_map
+from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
+from exportlens.source import SourceError, read_source
+
+if TYPE_CHECKING:
+    from exportlens.server import ExportLensServer
+
+
+@dataclass
+class OwnerResult:
+    """The last published result of running one file's targets."""
+
+    owner: str
+    diagnostics: list[Diagnostic]
+    targets: list[TargetResult]
+    texts: dict[str, str | None]  # file → the text the diagnostics were placed against
+    seconds: float
+    finished: float = field(default_factory=time.time)
+
+    def files(self) -> set[str]:
+        return {d.file for d in self.diagnostics}
+
+    def problems(self, target: str | None = None) -> int:
+        return sum(1 for d in self.diagnostics if d.severity in (ERROR, WARNING)
+                   and (target is None or target in d.target.split(", ")))
+
+
+@dataclass
+class RunSummary:
+    files: list[str]
+    problems: int
+    targets: list[dict[str, Any]]
+    cancelled: bool = False
+    superseded: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": self.files, "problems": self.problems, "targets": self.targets,
+                "cancelled": self.cancelled, "superseded": self.superseded}
+
+
+def _disk_text(path: str) -> str | None:
+    try:
+        return read_source(path).text
+    except SourceError:
+        return None
+
+
+def count_problems(diags: list[Diagnostic]) -> int:
+    return sum(1 for d in diags if d.severity in (ERROR, WARNING))
+
+
+class Runs:
+    def __init__(self, ls: ExportLensServer) -> None:
+        self.ls = ls
+        self._engine: Engine | None = None
+        self._engine_python: str | None = None
+        self.results: dict[str, OwnerResult] = {}
+        self.tasks: dict[str, asyncio.Task[FileResult | None]] = {}
+        self.generation: dict[str, int] = {}
+        self.published: set[str] = set()  # files that currently show diagnostics
+        self._maps: dict[tuple[str, str, int], LineMap] = {}
+        self._closing: list[asyncio.Task[None]] = []
+
+    # -- engine -------------------------------------------------------------------------------
+
+    def engine(self) -> Engine:
+        """The engine for the current settings (a new interpreter means a new worker)."""
+        s = self.ls.settings
+        if self._engine is not None and self._engine_python != s.interpreter:
+            old, self._engine = self._engine, None
+            self._closing.append(asyncio.ensure_future(old.close()))
+        if self._engine is None:
+            self._engine = Engine(EngineSettings(python=s.interpreter), log=self.ls.log_worker)
+            self._engine_python = s.interpreter
+        self._engine.settings.timeout = s.timeout_seconds
+        self._engine.settings.extra_targets = list(s.targets)
+        return self._engine
+
+    async def warm_up(self) -> None:
+        """Start the worker (it imports torch) so the first run does not pay for it."""
+        try:
+            info = await self.engine().start()
+            self.ls.log(f"worker ready: torch {info.get('torch', '?')}")
+        except Exception as exc:  # reported as a diagnostic when a run needs it
+            self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
+
+    async def close(self) -> None:
+        for task in list(self.tasks.values()):
+            task.cancel()
+        if self._engine is not None:
+            await self._engine.close()
+        for t in self._closing:
+            await asyncio.gather(t, return_exceptions=True)
+
+    # -- planning -----------------------------------------------------------------------------
+
+    def target_names(self, path: str, text: str | None = None) -> list[str]:
+        """Targets of a file, statically (no user code runs)."""
+        try:
+            _, found, _, _ = self.engine().plan(path, text)
+        except Exception as exc:
+            self.ls.log(f"cannot plan {path}: {exc}", types.MessageType.Warning)
+            return []
+        return [t.name for t in found.targets] if found is not None else []
+
+    def owners_for_save(self, path: str) -> list[str]:
+        """Files to run when `path` is saved: itself if it has targets, and every owner whose
+        last result placed something in it (a helper module)."""
+        owners = [path] if self.target_names(path) or path in self.results else []
+        owners += [o for o, r in self.results.items() if o != path and path in r.files()]
+        return owners
+
+    def workspace_owners(self) -> list[str]:
+        roots: list[str] = []
+        try:
+            ws = self.ls.workspace
+            for folder in ws.folders.values():
+                if (p := path_of(folder.uri)) is not None:
+                    roots.append(p)
+            if not roots and ws.root_path:
+                roots.append(ws.root_path)
+        except RuntimeError:
+            pass
+        files: list[str] = []
+        for root in roots:
+            if os.path.isdir(root):
+                files.extend(f for f in project.python_files(root) if f not in files)
+        return [f for f in files if self.target_names(f)]
+
+    # -- running ------------------------------------------------------------------------------
+
+    def start(self, path: str, *, explicit: bool = False, progress: RunProgress | None = None) -> asyncio.Task[FileResult | None]:
+        """Run `path` now, cancelling its run in flight; the task yields None if superseded."""
+        old = self.tasks.get(path)
+        if old is not None and not old.done():
+            old.cancel()
+        gen = self.generation.get(path, 0) + 1
+        self.generation[path] = gen
+        task = asyncio.ensure_future(self._run(path, gen, explicit, progress))
+        self.tasks[path] = task
+        task.add_done_callback(lambda t: self.tasks.pop(path, None) if self.tasks.get(path) is t else None)
+        return task
+
+    async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None) -> FileResult | None:
+        engine = self.engine()
+        progress = shared
+        if progress is None:
+            task = asyncio.current_task()
+            names = self.target_names(path) or [os.path.basename(path)]
+            progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
+        try:
+            result = await engine.check_file(path, explicit=explicit, on_target=progress.target)
+        except asyncio.CancelledError:
+            if shared is None:
+                superseded = self.generation.get(path) != gen
+                progress.end("superseded by a newer run" if superseded else "cancelled")
+            raise
+        except Exception as exc:  # an engine bug must not take the server down
+            self.ls.log(f"run of {path} failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
+            if shared is None:
+                progress.end(f"failed: {exc}")
+            return None
+        if self.generation.get(path) != gen:
+            if shared is None:
+                progress.end("superseded by a newer run")
+            return None
+        self.store(path, result)
+        if shared is None:
+            progress.end(problems_text(count_problems(result.diagnostics)))
+        return result
+
+    async def run_paths(self, paths: list[str], *, explicit: bool) -> RunSummary:
+        """Run several owners one after the other under one progress (the command)."""
+        if len(paths) == 1:
+            task = self.start(paths[0], explicit=explicit)
+            return await self._await_runs([(paths[0], task, self.generation[paths[0]])])
+        names = [n for p in paths for n in self.target_names(p)]
+        me = asyncio.current_task()
+        progress = RunProgress.start(self.ls, names or ["workspace"], lambda: me.cancel() if me else None)
+        pairs: list[tuple[str, asyncio.Task[FileResult | None], int]] = []
+        try:
+            for p in paths:
+                task = self.start(p, explicit=explicit, progress=progress)
+                pairs.append((p, task, self.generation[p]))
+                try:
+                    await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    if not task.done():  # we were cancelled, not the run
+                        task.cancel()
+                        raise
+        except asyncio.CancelledError:
+            progress.end("cancelled")
+            raise
+        summary = await self._await_runs(pairs)
+        progress.end(problems_text(summary.problems))
+        return summary
+
+    async def _await_runs(self, pairs: list[tuple[str, asyncio.Task[FileResult | None], int]]) -> RunSummary:
+        summary = RunSummary([], 0, [])
+        for path, task, gen in pairs:
+            summary.files.append(path)
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if me is not None and me.cancelling():
+                    raise
+                superseded = self.generation.get(path) != gen
+                summary.superseded |= superseded
+                summary.cancelled |= not superseded
+                continue
+            if result is None:
+                summary.superseded = True
+                continue
+            summary.problems += count_problems(result.diagnostics)
+            summary.targets.extend(t.to_json() for t in result.targets)
+        return summary
+
+    # -- results and publishing ---------------------------------------------------------------
+
+    def store(self, owner: str, result: FileResult) -> None:
+        old = self.results.get(owner)
+        before = old.files() if old else set()
+        seconds = sum(t.seconds for t in result.targets)
+        texts = {f: _disk_text(f) for f in {d.file for d in result.diagnostics} | {owner}}
+        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds)
+        touched = sorted(before | self.results[owner].files())
+        for f in touched:
+            self.publish(f)
+        self.ls.refresh_code_lens()
+        self.ls.background(self.ls.actions.warm(touched))
+
+    def current_text(self, path: str) -> tuple[str | None, int | None]:
+        """The editor's text and version of `path` if it is open, else (None, None)."""
+        uri = self.ls.open_docs.get(path)
+        if uri is None:
+            return None, None
+        try:
+            doc = self.ls.workspace.text_documents.get(unquote(uri))
+        except RuntimeError:
+            return None, None
+        if doc is None:
+            return None, None
+        return doc.source, doc.version
+
+    def line_map(self, owner: str, path: str) -> LineMap | None:
+        """From the text `owner`'s run analysed to the open document (None: not open)."""
+        text, version = self.current_text(path)
+        if text is None:
+            return None
+        res = self.results.get(owner)
+        analysed = res.texts.get(path) if res else None
+        key = (owner, path, version if version is not None else -1)
+        cached = self._maps.get(key)
+        if cached is None:
+            cached = line_map(analysed if analysed is not None else "", text)
+            if len(self._maps) > 256:
+                self._maps.clear()
+            self._maps[key] = cached
+        return cached
+
+    def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]:
+        """(diagnostic at its current range, analysed-text hash, owner) for one file."""
+        out: list[tuple[Diagnostic, str | None, str]] = []
+        seen: set[tuple[Any, ...]] = set()
+        for owner, res in self.results.items():
+            mine = [d for d in res.diagnostics if d.file == path]
+            if not mine:
+                continue
+            lm = self.line_map(owner, path)
+            analysed = res.texts.get(path)
+            sha = text_hash(analysed) if analysed is not None else None
+            for d in mine:
+                rng = lm.range(d.range) if lm is not None else d.range
+                if rng is None:
+                    continue  # its line was edited since the run: dropped until the next one
+                key = (rng, d.code, d.message)
+                if key in seen:
+                    continue
+                seen.add(key)
+                moved = d if rng == d.range else Diagnostic(d.file, rng, d.severity, d.code, d.message, d.target,
+                                                            d.related, d.fixes, d.data)
+                out.append((moved, sha, owner))
+        return out
+
+    def publish(self, path: str) -> None:
+        items = self.diagnostics_in(path)
+        _, version = self.current_text(path)
+        diags = [to_lsp(d, text_sha=sha, owner=owner) for d, sha, owner in items]
+        if not diags and path not in self.published:
+            return
+        uri = self.ls.open_docs.get(path) or uri_of(path)
+        self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
+        if diags:
+            self.published.add(path)
+        else:
+            self.published.discard(path)

@@ -1,0 +1,46 @@
+"""The server's settings: the `exportlens` section of the client's configuration.
+
+Values come from `initializationOptions.settings`, then `workspace/configuration` and
+`workspace/didChangeConfiguration`. Anything malformed falls back to the default rather than
+failing: a typo in settings.json must not stop the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SECTION = "exportlens"
+RUN_ON_SAVE = "onSave"
+RUN_MANUAL = "manual"
+
+
+@dataclass
+class Settings:
+    interpreter: str | None = None  # python for the worker; None = the server's own
+    timeout_seconds: float = 120.0
+    run: str = RUN_ON_SAVE
+    targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
+
+    @classmethod
+    def parse(cls, raw: Any, base: Settings | None = None) -> Settings:
+        """Settings from a JSON object; accepts the section itself or `{"exportlens": {...}}`."""
+        out = Settings(**vars(base)) if base is not None else Settings()
+        if not isinstance(raw, dict):
+            return out
+        if isinstance(raw.get(SECTION), dict):
+            raw = raw[SECTION]
+        interp = raw.get("interpreter", out.interpreter)
+        if isinstance(interp, list):  # VS Code's python.interpreter style: ["path", *args]
+            interp = interp[0] if interp and isinstance(interp[0], str) else None
+        out.interpreter = interp.strip() or None if isinstance(interp, str) else None
+        timeout = raw.get("timeoutSeconds", out.timeout_seconds)
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout <= 86400:
+            out.timeout_seconds = float(timeout)
+        run = raw.get("run", out.run)
+        if run in (RUN_ON_SAVE, RUN_MANUAL):
+            out.run = run
+        targets = raw.get("targets", out.targets)
+        if isinstance(targets, list):
+            out.targets = [t for t in targets if isinstance(t, str)]
+        return out

@@ -1,0 +1,351 @@
+"""The exportlens language server: `exportlens serve` speaks LSP over stdio (pygls 2.x).
+
+It never imports torch: runs go to the engine's warm worker process. It runs a file's targets
+on open and save (setting `exportlens.run`), or on the command `exportlens.runDraftExport`,
+with work-done progress and cancellation; publishes the newest result per file; and offers
+hover, CodeLens and quick fixes from those results. In an untrusted workspace (initialization
+option `trusted: false`) it runs no user code at all and says so once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from exportlens import __version__
+from exportlens.lsp_actions import Actions
+from exportlens.lsp_convert import lsp_range, path_of
+from exportlens.lsp_hover import hover_markdown
+from exportlens.lsp_progress import problems_text
+from exportlens.lsp_protocol import ExportLensProtocol
+from exportlens.lsp_runs import Runs, RunSummary
+from exportlens.lsp_settings import RUN_ON_SAVE, SECTION, Settings
+
+RUN_COMMAND = "exportlens.runDraftExport"
+SAVE_PROFILES_COMMAND = "exportlens.saveOpProfiles"
+UNTRUSTED_MESSAGE = ("ExportLens is off in this workspace because it is not trusted: it would have to run the "
+                     "workspace's code to analyse it. Trust the workspace to turn it on.")
+
+
+class _ClientLogHandler(logging.Handler):
+    """Library warnings go to the client's log, never to stdout (stdout is the protocol)."""
+
+    def __init__(self, ls: ExportLensServer) -> None:
+        super().__init__(logging.WARNING)
+        self.ls = ls
+        self._busy = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._busy or self.ls.protocol.writer is None:
+            return
+        self._busy = True
+        try:
+            self.ls.log(self.format(record).splitlines()[0][:2000],
+                        types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning)
+        except Exception:
+            pass
+        finally:
+            self._busy = False
+
+
+class ExportLensServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("exportlens", __version__, protocol_cls=ExportLensProtocol)
+        self.settings = Settings()
+        self.trusted = True
+        self.told_untrusted = False
+        self.open_docs: dict[str, str] = {}  # path → the URI the client uses for it
+        self.runs = Runs(self)
+        self.actions = Actions(self)
+        self.requests: dict[Any, asyncio.Task[Any]] = {}  # request id → its handler task (for $/cancelRequest)
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        if self.protocol.writer is None:
+            return
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def log_worker(self, line: str) -> None:
+        self.log(f"[worker] {line}")
+
+    def background(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Malformed input is answered (parse error) and logged, not shown as a pop-up."""
+        proto = self.protocol
+        if isinstance(proto, ExportLensProtocol):
+            proto.answer_parse_error(error)
+        self.log(f"{getattr(source, '__name__', source)}: {error}", types.MessageType.Error)
+
+    def cancel_request(self, msg_id: Any) -> None:
+        task = self.requests.get(msg_id)
+        if task is not None and not task.done():
+            task.cancel()
+
+    def refresh_code_lens(self) -> None:
+        caps = self.client_capabilities
+        ws = caps.workspace if caps is not None else None
+        if ws is not None and ws.code_lens is not None and ws.code_lens.refresh_support:
+            self.background(self._refresh_lens())
+
+    async def _refresh_lens(self) -> None:
+        try:
+            await asyncio.wait_for(self.workspace_code_lens_refresh_async(None), 5.0)
+        except Exception as exc:
+            self.log(f"codeLens refresh: {exc}")
+
+    def can_run(self) -> bool:
+        """False in an untrusted workspace, where no user code may run (said once)."""
+        if self.trusted:
+            return True
+        self.tell_untrusted()
+        return False
+
+    def tell_untrusted(self) -> None:
+        if not self.told_untrusted:
+            self.told_untrusted = True
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=UNTRUSTED_MESSAGE))
+
+    async def pull_settings(self) -> None:
+        caps = self.client_capabilities
+        if caps is None or caps.workspace is None or not caps.workspace.configuration:
+            return
+        try:
+            got = await asyncio.wait_for(self.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])), 5.0)
+        except Exception as exc:
+            self.log(f"workspace/configuration failed: {exc}", types.MessageType.Warning)
+            return
+        if got and isinstance(got[0], dict):
+            self.apply_settings(got[0])
+
+    def apply_settings(self, raw: Any) -> None:
+        before = self.settings
+        self.settings = Settings.parse(raw, before)
+        if self.settings != before:
+            self.log(f"settings: {vars(self.settings)}")
+            if self.trusted and self.settings.interpreter != before.interpreter:
+                self.background(self.runs.warm_up())
+
+    def run_file_soon(self, path: str, *, explicit: bool = False) -> None:
+        if self.can_run():
+            task = self.runs.start(path, explicit=explicit)
+            task.add_done_callback(_consume)
+
+    async def run_command(self, args: tuple[Any, ...]) -> dict[str, Any] | None:
+        if not self.can_run():
+            return {"ran": False, "reason": "untrusted"}
+        if args and args[0] is not None:
+            path = _arg_path(args[0])
+            if path is None:
+                raise ValueError(f"{RUN_COMMAND} expects a file URI, got {args[0]!r}")
+            summary = await self.runs.run_paths([path], explicit=True)
+        else:
+            owners = self.runs.workspace_owners()
+            if not owners:
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Info, message="ExportLens found no export target in this workspace."))
+                return RunSummary([], 0, []).to_json() | {"ran": False}
+            summary = await self.runs.run_paths(owners, explicit=False)
+        return summary.to_json() | {"ran": True}
+
+
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _arg_path(arg: Any) -> str | None:
+    """A command argument naming a file: a URI string, a path, or a VS Code Uri object."""
+    if isinstance(arg, dict):
+        arg = arg.get("uri") or arg.get("external") or (
+            arg.get("path") if arg.get("scheme") == "file" else None)
+    if not isinstance(arg, str) or not arg:
+        return None
+    if arg.startswith("file:"):
+        return path_of(arg)
+    return os.path.normpath(arg) if os.path.isabs(arg) else None
+
+
+def _is_python(uri: str, language_id: str | None = None) -> bool:
+    return language_id == "python" or uri.endswith((".py", ".pyw"))
+
+
+def create_server() -> ExportLensServer:
+    server = ExportLensServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: ExportLensServer, params: types.InitializeParams) -> None:
+        opts = params.initialization_options
+        if isinstance(opts, dict):
+            if isinstance(opts.get("trusted"), bool):
+                ls.trusted = opts["trusted"]
+            ls.apply_settings(opts.get("settings"))
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: ExportLensServer, params: types.InitializedParams) -> None:
+        if not ls.trusted:
+            ls.tell_untrusted()
+            return
+        await ls.pull_settings()
+        ls.background(ls.runs.warm_up())
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: ExportLensServer, params: Any) -> None:
+        await ls.runs.close()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: ExportLensServer, params: types.DidChangeConfigurationParams) -> None:
+        caps = ls.client_capabilities
+        if caps is not None and caps.workspace is not None and caps.workspace.configuration:
+            await ls.pull_settings()
+        else:
+            ls.apply_settings(params.settings)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: ExportLensServer, params: types.DidOpenTextDocumentParams) -> None:
+        doc = params.text_document
+        path = path_of(doc.uri)
+        if path is None or not _is_python(doc.uri, doc.language_id):
+            return
+        ls.open_docs[path] = doc.uri
+        if path in ls.runs.published:
+            ls.runs.publish(path)  # re-place them on the text the editor has
+        if not ls.trusted or ls.settings.run != RUN_ON_SAVE:
+            return
+        if not ls.runs.target_names(path):
+            return
+        done = ls.runs.results.get(path)
+        if done is None or done.texts.get(path) != doc.text:
+            ls.run_file_soon(path)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: ExportLensServer, params: types.DidCloseTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path is not None:
+            ls.open_docs.pop(path, None)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: ExportLensServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        path = path_of(uri)
+        if path is None or not _is_python(uri) or ls.settings.run != RUN_ON_SAVE:
+            return
+        if not ls.trusted:
+            ls.tell_untrusted()
+            return
+        for owner in ls.runs.owners_for_save(path):
+            ls.run_file_soon(owner)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
+    async def code_action(ls: ExportLensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return await ls.actions.code_actions(params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: ExportLensServer, params: types.CodeAction) -> types.CodeAction:
+        return await ls.actions.resolve(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
+        path = path_of(params.text_document.uri)
+        if path is None:
+            return None
+        pos = (params.position.line, params.position.character)
+        parts = []
+        first = None
+        text, _ = ls.runs.current_text(path)
+        for diag, _sha, _owner in ls.runs.diagnostics_in(path):
+            r = diag.range
+            if (r.start.line, r.start.character) <= pos <= (r.end.line, r.end.character):
+                parts.append(hover_markdown(diag, text))
+                first = first or diag
+        if first is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
+                           range=lsp_range(first.range))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: ExportLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+        uri = params.text_document.uri
+        path = path_of(uri)
+        if path is None or not ls.trusted or not _is_python(uri):
+            return []
+        text, _ = ls.runs.current_text(path)
+        try:
+            _, found, _, _ = ls.runs.engine().plan(path, text)
+        except Exception as exc:
+            ls.log(f"codeLens: {exc}", types.MessageType.Warning)
+            return []
+        if found is None:
+            return []
+        res = ls.runs.results.get(path)
+        lenses = []
+        for t in found.targets:
+            rng = types.Range(start=types.Position(line=t.line - 1, character=0), end=types.Position(line=t.line - 1, character=0))
+            lenses.append(types.CodeLens(range=rng, command=types.Command(
+                title="▶ Run draft export", command=RUN_COMMAND, arguments=[uri])))
+            ran = next((r for r in res.targets if r.name == t.name), None) if res else None
+            if res is not None and ran is not None:
+                n = res.problems(t.name)
+                lenses.append(types.CodeLens(range=rng, command=types.Command(
+                    title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
+        return lenses
+
+    @server.command(RUN_COMMAND)
+    async def run_draft_export(ls: ExportLensServer, *args: Any) -> dict[str, Any] | None:
+        msg_id = ls.protocol.msg_id
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            ls.requests[msg_id] = task
+        try:
+            return await ls.run_command(args)
+        finally:
+            ls.requests.pop(msg_id, None)
+
+    @server.command(SAVE_PROFILES_COMMAND)
+    async def save_op_profiles(ls: ExportLensServer, *args: Any) -> dict[str, Any]:
+        """Run the file once more and write the custom-op profiles draft export saw (torch's YAML)."""
+        def tell(message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+            ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+        if not ls.trusted:
+            tell(UNTRUSTED_MESSAGE)
+            return {"saved": False, "reason": "untrusted"}
+        path = path_of(args[0]) if args and isinstance(args[0], str) else None
+        if path is None or not os.path.isfile(path):
+            tell("ExportLens: Save op profiles needs a Python file (pass its URI).", types.MessageType.Warning)
+            return {"saved": False, "reason": "no file"}
+        result = await ls.runs.engine().check_file(path, save_op_profiles=True)
+        written = [p for p in result.op_profiles if p.get("file")]
+        if written:
+            files = ", ".join(os.path.basename(p["file"]) for p in written)
+            tell(f"ExportLens: wrote {files} ({', '.join(op for p in written for op in p['ops'])}).")
+            return {"saved": True, "files": [p["file"] for p in written]}
+        reason = next((p.get("error") for p in result.op_profiles), None) or "no export target of this file ran"
+        tell(f"ExportLens: no op profiles saved: {reason}.", types.MessageType.Warning)
+        return {"saved": False, "reason": reason}
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin/stdout until the client says exit."""
+    server = create_server()
+    handler = _ClientLogHandler(server)
+    for name in ("pygls", "exportlens"):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.propagate = False
+    server.start_io()

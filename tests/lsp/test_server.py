@@ -1,0 +1,307 @@
+"""The language server against the real engine and torch, driven by pytest-lsp presenting
+VS Code's recorded client capabilities, on a copy of examples/ (one server for the module)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsp_helpers import (
+    CRASH_MODEL,
+    SLOW_MODEL,
+    WAIT,
+    apply_workspace_edit,
+    change_doc,
+    copy_examples,
+    init_params,
+    next_publish,
+    open_doc,
+    publishes_for,
+    save_doc,
+    server_config,
+    spans,
+    wait_for,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+GUARD_URL = "https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/compile/dynamic_shapes_troubleshooting_guardon_errors.html"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = copy_examples(tmp_path_factory.mktemp("lsp"))
+    (ws / "slow").mkdir()
+    (ws / "slow" / "model.py").write_text(SLOW_MODEL)
+    (ws / "crash").mkdir()
+    (ws / "crash" / "model.py").write_text(CRASH_MODEL)
+    return ws
+
+
+@pytest_lsp.fixture(scope="module", config=server_config())
+async def client(lsp_client: LanguageClient, ws: Path):
+    await asyncio.wait_for(lsp_client.initialize_session(init_params(ws)), 30)
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
+
+
+async def run_command(client: LanguageClient, *args: object, timeout: float = WAIT) -> object:
+    return await asyncio.wait_for(client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=list(args))), timeout)
+
+
+async def test_open_publishes_guard_on_the_exact_range(client: LanguageClient, ws: Path) -> None:
+    since = time.monotonic()
+    uri = open_doc(client, ws / "data_dependent" / "item_branch.py")
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(8, 11, 8, 16, "data-dependent-guard")]
+    d = pub.diagnostics[0]
+    assert pub.version == 1
+    assert d.source == "exportlens"
+    assert d.severity == types.DiagnosticSeverity.Error
+    assert d.code_description is not None and d.code_description.href == GUARD_URL
+    assert "`n > 2`" in d.message
+    assert d.data["diagnostic"]["data"]["expr"] == "u0 > 2"
+    assert d.data["diagnostic"]["data"]["source_expr"] == "n > 2"
+
+
+async def test_progress_begin_report_end(client: LanguageClient, ws: Path) -> None:
+    # the run of the previous test reported progress; look at every token's sequence
+    await wait_for(lambda: any(r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()),
+                   what="a finished progress")
+    runs = [r for r in client.progress_reports.values() if r and isinstance(r[-1], types.WorkDoneProgressEnd)]
+    seq = runs[0]
+    assert isinstance(seq[0], types.WorkDoneProgressBegin)
+    assert seq[0].title == "ExportLens"
+    assert seq[0].message == "draft export: export at item_branch.py:15"
+    assert seq[0].cancellable is True
+    reports = [v for v in seq if isinstance(v, types.WorkDoneProgressReport)]
+    assert [r.message for r in reports] == ["export at item_branch.py:15: problems (1/1)"]
+    assert seq[-1].message == "1 problem"
+
+
+async def test_hover_shows_guard_locals_and_symbol_origin(client: LanguageClient, ws: Path) -> None:
+    uri = (ws / "data_dependent" / "item_branch.py").as_uri()
+    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=13))), 10)
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "guard in your code: `n > 2`" in text
+    assert "as torch printed it: `u0 > 2`" in text
+    assert "| `n` | `u0` |" in text
+    assert "`u0` is `n`, created on line 8: `n = x.item()`" in text
+    assert hover.range == types.Range(start=types.Position(line=8, character=11), end=types.Position(line=8, character=16))
+    none = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0))), 10)
+    assert none is None
+
+
+async def test_code_lens_above_target(client: LanguageClient, ws: Path) -> None:
+    uri = (ws / "data_dependent" / "item_branch.py").as_uri()
+    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri))), 10)
+    assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [
+        (14, "▶ Run draft export"), (14, "1 problem")]
+    assert lenses[0].command.command == "exportlens.runDraftExport" and list(lenses[0].command.arguments or []) == [uri]
+    assert lenses[1].command.title.startswith("1 problem, last run ") and lenses[1].command.title.endswith(" s")
+
+
+async def test_quick_fix_apply_save_clears_the_diagnostic(client: LanguageClient, ws: Path) -> None:
+    path = ws / "data_dependent" / "tensor_branch.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(7, 11, 7, 22, "data-dependent-guard")]
+    ctx = types.CodeActionContext(diagnostics=list(pub.diagnostics), only=[types.CodeActionKind.QuickFix])
+    actions = await asyncio.wait_for(client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range, context=ctx)), 10)
+    assert actions, "no quick fix offered"
+    preferred = [a for a in actions if isinstance(a, types.CodeAction) and a.is_preferred]
+    assert len(preferred) == 1
+    action = preferred[0]
+    assert action.kind == types.CodeActionKind.QuickFix and action.edit is None  # lazy: edit comes from resolve
+    resolved = await asyncio.wait_for(client.code_action_resolve_async(action), 10)
+    assert resolved.edit is not None and resolved.edit.document_changes
+    change = resolved.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit)
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    assert apply_workspace_edit(client, resolved.edit)
+    assert "torch.cond" in client.docs[uri][1]
+    since = time.monotonic()
+    save_doc(client, uri)
+    pub = await next_publish(client, uri, since)
+    assert list(pub.diagnostics) == [] and pub.version == 2
+
+
+async def test_outdated_version_is_refused(client: LanguageClient, ws: Path) -> None:
+    path = ws / "data_dependent" / "split_sizes.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(8, 16, 8, 29, "data-dependent-guard")]
+    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range,
+                                    context=types.CodeActionContext(diagnostics=list(pub.diagnostics)))
+    actions = await asyncio.wait_for(client.text_document_code_action_async(params), 10)
+    assert [a.title for a in actions] == ["Pin the value: add `torch._check(size == 4)` (export then accepts only this value)"]
+    text = client.docs[uri][1]
+    change_doc(client, uri, "# a comment\n" + text)  # version 2: the action above is for version 1
+    with pytest.raises(Exception, match="changed"):
+        await asyncio.wait_for(client.code_action_resolve_async(actions[0]), 10)
+    stale = await asyncio.wait_for(client.text_document_code_action_async(params), 10)
+    assert [(a.title, a.disabled is not None) for a in stale] == [("ExportLens: fix unavailable until the file is run again", True)]
+    change_doc(client, uri, text)  # back to the saved text
+
+
+async def test_helper_module_gets_its_own_diagnostics(client: LanguageClient, ws: Path) -> None:
+    since = time.monotonic()
+    model = open_doc(client, ws / "two_files" / "model.py")
+    layers = (ws / "two_files" / "layers.py").as_uri()
+    pub = await next_publish(client, layers, since)
+    assert spans(pub.diagnostics) == [(7, 7, 7, 12, "data-dependent-guard")]
+    assert pub.version is None  # not open in the editor
+    rel = pub.diagnostics[0].related_information
+    assert rel is not None and [(r.location.uri, r.location.range.start.line) for r in rel] == [(model, 8)]
+    assert publishes_for(client, model, since) == []  # nothing to say about model.py itself
+    # fix the helper on disk and save it: the owner (model.py) runs again and the helper is cleared
+    text = (ws / "two_files" / "layers.py").read_text()
+    (ws / "two_files" / "layers.py").write_text(text.replace("    if k > 3:", "    torch._check(k > 3)\n    if k > 3:"))
+    since = time.monotonic()
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=layers)))
+    pub = await next_publish(client, layers, since)
+    assert list(pub.diagnostics) == []
+
+
+async def test_edits_during_a_run_shift_or_drop_ranges(client: LanguageClient, ws: Path) -> None:
+    path = ws / "factory" / "build.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    text = client.docs[uri][1]
+    change_doc(client, uri, "# one\n# two\n" + text)  # typed while the run is in flight
+    pub = await next_publish(client, uri, since)
+    assert pub.version == 2
+    assert spans(pub.diagnostics) == [(10, 11, 10, 21, "data-dependent-guard")]  # line 8 moved down by two
+    since = time.monotonic()
+    change_doc(client, uri, text.replace("if width >= 2:", "if width >= 2 :"))  # edit the guarded line itself
+    save_doc(client, uri)
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(8, 11, 8, 21, "data-dependent-guard")]  # the re-run placed it anew
+
+
+async def test_rapid_saves_publish_only_the_last_result(client: LanguageClient, ws: Path) -> None:
+    path = ws / "constraint" / "model.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    await next_publish(client, uri, since)
+    text = client.docs[uri][1]
+    since = time.monotonic()
+    tokens_before = set(client.progress_reports)
+    for i in range(3):
+        change_doc(client, uri, text + f"# save {i}\n")
+        save_doc(client, uri)
+        await asyncio.sleep(0.05)
+    pub = await next_publish(client, uri, since)
+    await asyncio.sleep(2.0)  # a stale run would publish within this time
+    pubs = publishes_for(client, uri, since)
+    assert len(pubs) == 1 and pubs[0].version == 4
+    assert spans(pub.diagnostics) == [(8, 11, 8, 26, "guard-added")]
+    ends = [r[-1].message for t, r in client.progress_reports.items() if t not in tokens_before and r]
+    assert sorted(ends) == ["1 problem", "superseded by a newer run", "superseded by a newer run"]
+
+
+async def test_cancel_from_the_progress_ui_kills_the_run(client: LanguageClient, ws: Path) -> None:
+    uri = (ws / "slow" / "model.py").as_uri()
+    tokens_before = set(client.progress_reports)
+    started = time.monotonic()
+    command = asyncio.ensure_future(run_command(client, uri))
+    token = await wait_for(lambda: [t for t in client.progress_reports if t not in tokens_before
+                                    and client.progress_reports[t]], 30, "progress begin")
+    await asyncio.sleep(0.5)
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token[0]))
+    result = await asyncio.wait_for(command, 20)
+    assert result["cancelled"] is True and result["problems"] == 0
+    assert time.monotonic() - started < 20  # the job (sleeping 60 s) was killed
+    end = await wait_for(lambda: [v for v in client.progress_reports[token[0]] if isinstance(v, types.WorkDoneProgressEnd)],
+                         10, "progress end")
+    assert end[0].message == "cancelled"
+    assert publishes_for(client, uri) == []
+
+
+async def test_cancel_request_stops_the_command(client: LanguageClient, ws: Path) -> None:
+    uri = (ws / "slow" / "model.py").as_uri()
+    started = time.monotonic()
+    fut = client.protocol.send_request("workspace/executeCommand", types.ExecuteCommandParams(
+        command="exportlens.runDraftExport", arguments=[uri]), msg_id="cancel-me")
+    await asyncio.sleep(1.0)
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id="cancel-me"))
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wait_for(asyncio.wrap_future(fut), 20)
+    assert time.monotonic() - started < 20
+
+
+async def test_worker_crash_becomes_a_diagnostic(client: LanguageClient, ws: Path) -> None:
+    path = ws / "crash" / "model.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    pub = await next_publish(client, uri, since)
+    assert [d.code for d in pub.diagnostics] == ["worker-crashed"]
+    assert "7" in pub.diagnostics[0].message  # the exit status
+    # and the server keeps serving: a later run works
+    since = time.monotonic()
+    result = await run_command(client, (ws / "missing_fake" / "model.py").as_uri())
+    assert result["problems"] == 2 and result["ran"] is True
+
+
+async def test_run_all_targets_of_the_workspace(client: LanguageClient, ws: Path) -> None:
+    (ws / "slow" / "model.py").unlink()
+    (ws / "crash" / "model.py").unlink()
+    result = await run_command(client, timeout=180)
+    names = sorted(t["name"] for t in result["targets"])
+    from exportlens.engine import Engine
+
+    planned = sorted(t.name for f in sorted(ws.rglob("*.py")) if (found := Engine().plan(str(f))[1]) for t in found.targets)
+    assert names == planned  # every target of the workspace ran, each once
+    assert {"build.py:make_target", "export at item_branch.py:15", "model"} <= set(names)
+    assert result["problems"] >= 8
+
+
+async def test_save_op_profiles(client: LanguageClient, ws: Path) -> None:
+    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="exportlens.saveOpProfiles", arguments=[])), 10)
+    assert got == {"saved": False, "reason": "no file"}
+    uri = (ws / "missing_fake" / "model.py").as_uri()
+    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="exportlens.saveOpProfiles", arguments=[uri])), 60)
+    saved = ws / "missing_fake" / "model.op_profiles.yaml"
+    assert got == {"saved": True, "files": [str(saved)]}
+    assert saved.read_text().startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:")
+
+
+async def test_manual_mode_does_not_run_on_save(client: LanguageClient, ws: Path) -> None:
+    client.set_configuration({"run": "manual", "timeoutSeconds": 30}, section="exportlens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await asyncio.sleep(0.5)
+    uri = (ws / "data_dependent" / "item_branch.py").as_uri()
+    since = time.monotonic()
+    save_doc(client, uri)
+    await asyncio.sleep(3.0)
+    assert publishes_for(client, uri, since) == []
+    client.set_configuration({"run": "onSave"}, section="exportlens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+
+async def test_interpreter_setting_reaches_the_worker(client: LanguageClient, ws: Path) -> None:
+    client.set_configuration({"interpreter": str(ws / "no-such-python"), "run": "onSave"}, section="exportlens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await asyncio.sleep(0.5)
+    uri = (ws / "clean" / "model.py").as_uri()
+    since = time.monotonic()
+    result = await run_command(client, uri)
+    assert result["ran"] is True
+    pub = await next_publish(client, uri, since)
+    assert [d.code for d in pub.diagnostics] == ["worker-crashed"]
+    assert "no-such-python" in pub.diagnostics[0].message
