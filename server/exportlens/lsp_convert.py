@@ -43,22 +43,19 @@ def model_range(rng: types.Range) -> Range:
     return Range.of(rng.start.line, rng.start.character, rng.end.line, rng.end.character)
 
 
-def doc_url(code: str) -> str | None:
-    """The documentation page of a code; tolerates codes.py being absent or different."""
-    try:
-        from exportlens import codes
-    except ImportError:
-        return None
-    try:
-        url = codes.doc_url(code)
-    except Exception:
-        return None
-    return url if isinstance(url, str) and url else None
+def doc_url(code: str, data: dict[str, Any] | None = None) -> str | None:
+    """The page for this finding: its own (a graph break's gbNNNN page) or its code's."""
+    own = (data or {}).get("url")
+    if isinstance(own, str) and own.startswith("https://"):
+        return own
+    from exportlens import codes
+
+    return codes.doc_url(code)
 
 
 def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str) -> types.Diagnostic:
     """An LSP diagnostic; `data` holds what code actions and hover need to rebuild the finding."""
-    url = doc_url(diag.code)
+    url = doc_url(diag.code, diag.data)
     related = [
         types.DiagnosticRelatedInformation(location=types.Location(uri=uri_of(r.file), range=lsp_range(r.range)), message=r.message)
         for r in diag.related

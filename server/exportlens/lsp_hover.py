@@ -94,7 +94,11 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
             origins.append(f"- `{sym}` is `{local}`")
     if origins:
         out += ["", "**Where the symbols come from**", *origins]
-    url = doc_url(diag.code)
+    if d.get("gb_id") or d.get("gb"):
+        out.append(f"- graph break id: `{d.get('gb_id') or d.get('gb')}`")
+    if d.get("graph_diff"):
+        out += ["", "**Graph diff (trace vs check)**", "```", str(d["graph_diff"]).strip(), "```"]
+    url = doc_url(diag.code, d)
     if url:
         out += ["", f"[PyTorch documentation]({url})"]
     return "\n".join(out)

@@ -305,3 +305,16 @@ async def test_interpreter_setting_reaches_the_worker(client: LanguageClient, ws
     pub = await next_publish(client, uri, since)
     assert [d.code for d in pub.diagnostics] == ["worker-crashed"]
     assert "no-such-python" in pub.diagnostics[0].message
+
+
+async def test_graph_break_links_its_own_page_and_hovers(client: LanguageClient, ws: Path) -> None:
+    since = time.monotonic()
+    uri = open_doc(client, ws / "compile" / "branch.py")
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(8, 11, 8, 22, "graph-break")]
+    (d,) = pub.diagnostics
+    assert d.severity == types.DiagnosticSeverity.Warning
+    assert d.code_description is not None and d.code_description.href.endswith("/gb/gb0170.html")
+    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=14))), 10)
+    assert hover is not None and "graph break id: `gb0170`" in hover.contents.value  # type: ignore[union-attr]
