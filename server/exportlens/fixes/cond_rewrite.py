@@ -154,29 +154,20 @@ def _returns(stmts: list[ast.stmt]) -> list[ast.Return]:
     return [n for n in _nodes(stmts) if isinstance(n, ast.Return)]
 
 
+def _names(stmts: Iterable[ast.AST], ctx: type[ast.expr_context]) -> list[str]:
+    """Names stored (`ast.Store`) or read (`ast.Load`) in the statements, once each, in source order."""
+    found = sorted((n for n in _nodes(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    return list(dict.fromkeys(n.id for n in found))
+
+
 def _stores(stmts: Iterable[ast.AST]) -> list[str]:
     """Names bound by assignments, in source order."""
-    found = [
-        n
-        for n in _nodes(stmts)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    ]
-    found.sort(key=lambda n: (n.lineno, n.col_offset))
-    out: list[str] = []
-    for n in found:
-        if n.id not in out:
-            out.append(n.id)
-    return out
+    return _names(stmts, ast.Store)
 
 
 def _loads(stmts: Iterable[ast.AST]) -> list[str]:
-    found = [n for n in _nodes(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
-    found.sort(key=lambda n: (n.lineno, n.col_offset))
-    out: list[str] = []
-    for n in found:
-        if n.id not in out:
-            out.append(n.id)
-    return out
+    return _names(stmts, ast.Load)
 
 
 def _comment_after_colon(line: str, start: int = 0) -> str:
