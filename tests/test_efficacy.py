@@ -37,7 +37,7 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
     assert set(broken_before) == {  # the oracle can fail: these are the examples export rejects
         "constraint/model.py:model", "data_dependent/item_branch.py:export at item_branch.py:15",
         "data_dependent/split_sizes.py:model", "data_dependent/tensor_branch.py:model",
-        "factory/build.py:build.py:make_target", "missing_fake/model.py:model", "two_files/model.py:model",
+        "factory/build.py:build.py:make_target", "missing_fake/model.py:model", "library_op/model.py:model", "two_files/model.py:model",
     }, broken_before
 
     applied = quickfix.apply_preferred(report.diagnostics, write=True)

@@ -19,6 +19,10 @@ EXPECTED = {
         ("model.py", 11, 4, 11, 5, "mismatched-fake-kernel"),  # the wrong fake function
         ("model.py", 17, 15, 17, 27, "mismatched-fake-kernel"),  # the call site
     ],
+    "library_op/model.py": [
+        ("model.py", 4, 0, 4, 70, "missing-fake-kernel"),  # torch.library.define(...)
+        ("model.py", 14, 15, 14, 49, "missing-fake-kernel"),  # torch.ops.exportlens_demo.twice(x)
+    ],
     "missing_fake/model.py": [
         ("model.py", 6, 4, 6, 16, "missing-fake-kernel"),  # def nonzero_rows
         ("model.py", 12, 15, 12, 30, "missing-fake-kernel"),  # nonzero_rows(x)
@@ -122,3 +126,10 @@ def test_op_profiles_are_saved_in_torchs_format(engine: SyncEngine, examples_cop
                      "ops": ["exportlens_demo.nonzero_rows.default"]}
     text = (examples_copy / "missing_fake/model.op_profiles.yaml").read_text()
     assert text.startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:\n")
+
+
+def test_library_define_op_is_found_at_its_define_call(engine: SyncEngine) -> None:
+    diags = engine.check(EXAMPLES / "library_op/model.py").diagnostics
+    definition = next(d for d in diags if d.data["role"] == "definition")
+    assert definition.data["definition"]["kind"] == "library" and definition.data["definition"]["line"] == 5
+    assert '@torch.library.register_fake("exportlens_demo::twice")' in definition.message
