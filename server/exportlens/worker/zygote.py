@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -135,6 +136,7 @@ def run_spare(request_fd: int, result_fd: int) -> None:
     try:
         _detach()
         _warm_up()
+        os.write(result_fd, b"\n")  # ready (an empty line: the zygote's reader skips it)
         data = b""
         while not data.endswith(b"\n"):
             chunk = os.read(request_fd, 1 << 16)
@@ -187,19 +189,19 @@ class Zygote:
         os.close(res_w)
         self.spare = Spare(pid, req_w, res_r)
 
-    def _replenish(self) -> None:
-        """Fork the next spare once no job runs, so its warm-up never competes with a job for CPU."""
-        if self.spare is None and all(c.reported or c.eof for c in self.children.values()):
-            self.fork_spare()
-
     def _take_spare(self) -> Spare | None:
-        spare, self.spare = self.spare, None
+        """The spare, if it finished warming up; one still warming stays for the next job."""
+        spare = self.spare
         if spare is None:
             return None
         if os.waitpid(spare.pid, os.WNOHANG)[0] != 0:  # it died while waiting: don't hand it a job
             os.close(spare.request_fd)
             os.close(spare.result_fd)
+            self.spare = None
             return None
+        if not select.select([spare.result_fd], [], [], 0)[0]:
+            return None  # a fresh fork now beats waiting for the warm-up
+        self.spare = None
         return spare
 
     def retire_spare(self) -> None:
@@ -248,6 +250,8 @@ class Zygote:
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
         self.send({"event": "started", "id": child.id, "pid": child.pid})
+        if self.spare is None:
+            self.fork_spare()  # warms up on the other core while this job runs
 
     def cancel(self, job_id: str) -> None:
         for child in self.children.values():
@@ -284,7 +288,6 @@ class Zygote:
                     child.reported = True
                     self.send({"event": "done", "id": child.id, "status": "ok", "detail": "",
                                "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
-                    self._replenish()
                 continue
             event["id"] = child.id
             child.events += 1
@@ -316,7 +319,6 @@ class Zygote:
             status, detail = self._verdict(child)
             self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
                        "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
-            self._replenish()
         shutil.rmtree(child.jobdir, ignore_errors=True)
 
     def _verdict(self, child: Child) -> tuple[str, str]:
