@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint pytest bench clean
 
+include make/extension.mk
+
 $(STAMP): pyproject.toml requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -17,8 +19,8 @@ $(STAMP): pyproject.toml requirements-dev.txt
 run: $(STAMP)
 	$(BIN)/exportlens check examples/; status=$$?; test $$status -le 1
 
-## make test: everything CI checks
-test: lint pytest
+## make test: everything CI checks (Python lint + tests, extension lint + unit tests, real VS Code e2e)
+test: lint pytest ext-lint ext-unit e2e
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests bench

@@ -1,0 +1,97 @@
+/**
+ * ExportLens VS Code client: activation, commands and the listeners that restart the server.
+ * Thin on purpose: the analysis lives in the Python server (`python -m exportlens serve`).
+ */
+import * as vscode from 'vscode';
+import { onInterpreterChanged, PYTHON_EXTENSION_ID } from './pythonExtension';
+import { SERVER_COMMAND_RUN, SERVER_COMMAND_SAVE_PROFILES, ServerController } from './serverController';
+import { ExportLensStatusBar } from './statusBar';
+
+/** Client-side command ids (the server's own command ids are registered by the language client). */
+export const COMMANDS = {
+  runOnFile: 'exportlens.runOnFile',
+  runOnAllTargets: 'exportlens.runOnAllTargets',
+  restart: 'exportlens.restart',
+  showOutput: 'exportlens.showOutput',
+  saveProfiles: 'exportlens.saveProfiles',
+} as const;
+
+let controller: ServerController | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('ExportLens', { log: true });
+  const status = new ExportLensStatusBar(COMMANDS.showOutput);
+  const ctl = new ServerController(context, output, status);
+  controller = ctl;
+  context.subscriptions.push(output, status);
+  const manifest = context.extension.packageJSON as { version?: string };
+  output.info(`ExportLens ${manifest.version ?? '?'} activating`);
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show(true)),
+    vscode.commands.registerCommand(COMMANDS.restart, () => ctl.restart('restart command')),
+    vscode.commands.registerCommand(COMMANDS.runOnFile, async (uri?: vscode.Uri) => {
+      const target = uri ?? vscode.window.activeTextEditor?.document.uri;
+      if (target === undefined || !target.path.endsWith('.py')) {
+        void vscode.window.showWarningMessage('ExportLens: open a Python file to run draft export on it.');
+        return;
+      }
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString());
+      if (doc?.isDirty) {
+        // The worker imports the file from disk: run on what the user sees.
+        await doc.save();
+      }
+      await ctl.executeServerCommand(SERVER_COMMAND_RUN, [target.toString()]);
+    }),
+    vscode.commands.registerCommand(COMMANDS.runOnAllTargets, async () => {
+      await ctl.executeServerCommand(SERVER_COMMAND_RUN, []);
+    }),
+    vscode.commands.registerCommand(COMMANDS.saveProfiles, async () => {
+      const uri = vscode.window.activeTextEditor?.document.uri;
+      const result = await ctl.executeServerCommand(SERVER_COMMAND_SAVE_PROFILES, uri ? [uri.toString()] : []);
+      if (typeof result === 'string' && result !== '') {
+        void vscode.window.showInformationMessage(`ExportLens: op profiles saved to ${result}`);
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('exportlens')) {
+        void ctl.onSettingsChanged();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      output.info('Workspace trust granted');
+      void ctl.restart('workspace trust granted');
+    }),
+    vscode.languages.onDidChangeDiagnostics(() => ctl.refreshProblems()),
+    { dispose: () => void ctl.dispose() },
+  );
+
+  const hookPython = async (): Promise<boolean> => {
+    const sub = await onInterpreterChanged(() => {
+      output.info('The Python extension selected another interpreter');
+      void ctl.onInterpreterChanged();
+    });
+    if (sub !== undefined) {
+      context.subscriptions.push(sub);
+      return true;
+    }
+    return false;
+  };
+  if (!(await hookPython())) {
+    // The Python extension may be installed later: follow it then.
+    const watch = vscode.extensions.onDidChange(async () => {
+      if (vscode.extensions.getExtension(PYTHON_EXTENSION_ID) !== undefined && (await hookPython())) {
+        watch.dispose();
+        void ctl.onInterpreterChanged();
+      }
+    });
+    context.subscriptions.push(watch);
+  }
+
+  void ctl.restart('activation');
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.dispose();
+  controller = undefined;
+}

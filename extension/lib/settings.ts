@@ -1,0 +1,144 @@
+/**
+ * The `exportlens.*` settings, parsed and validated without `vscode` so they can be unit-tested.
+ * Bad values never throw: they fall back to the default and produce a warning for the log.
+ */
+
+export type RunMode = 'onSave' | 'manual';
+export type TraceLevel = 'off' | 'messages' | 'verbose';
+
+export interface ExportLensSettings {
+  /** The interpreter setting as written (may hold `${workspaceFolder}` or `~`); '' = not set. */
+  interpreter: string;
+  run: RunMode;
+  timeoutSeconds: number;
+  targets: string[];
+  traceServer: TraceLevel;
+}
+
+export interface ParsedSettings {
+  settings: ExportLensSettings;
+  warnings: string[];
+}
+
+export const DEFAULT_SETTINGS: Readonly<ExportLensSettings> = Object.freeze({
+  interpreter: '',
+  run: 'onSave',
+  timeoutSeconds: 120,
+  targets: [],
+  traceServer: 'off',
+});
+
+export const MIN_TIMEOUT_SECONDS = 1;
+export const MAX_TIMEOUT_SECONDS = 3600;
+
+/** A target is `path/to/file.py:factory` (factory may be dotted: `module.attr`). */
+export const TARGET_PATTERN = /^[^:]+\.py:[A-Za-z_][A-Za-z0-9_.]*$/;
+
+/** Reads one settings object shaped like `workspace.getConfiguration('exportlens')`'s values. */
+export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSettings {
+  const warnings: string[] = [];
+  const settings: ExportLensSettings = { ...DEFAULT_SETTINGS, targets: [] };
+
+  const interpreter = raw['interpreter'];
+  if (typeof interpreter === 'string') {
+    settings.interpreter = interpreter.trim();
+  } else if (Array.isArray(interpreter) && interpreter.every((p) => typeof p === 'string')) {
+    // ruff/black-style `["path"]` arrays: take the first element.
+    settings.interpreter = (interpreter[0] ?? '').trim();
+  } else if (interpreter !== undefined && interpreter !== null) {
+    warnings.push('exportlens.interpreter must be a string; ignored');
+  }
+
+  const run = raw['run'];
+  if (run === 'onSave' || run === 'manual') {
+    settings.run = run;
+  } else if (run !== undefined) {
+    warnings.push(`exportlens.run must be "onSave" or "manual", not ${JSON.stringify(run)}; using "onSave"`);
+  }
+
+  const timeout = raw['timeoutSeconds'];
+  if (typeof timeout === 'number' && Number.isFinite(timeout)) {
+    const clamped = Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, timeout));
+    if (clamped !== timeout) {
+      warnings.push(`exportlens.timeoutSeconds ${timeout} is outside ${MIN_TIMEOUT_SECONDS}..${MAX_TIMEOUT_SECONDS}; using ${clamped}`);
+    }
+    settings.timeoutSeconds = clamped;
+  } else if (timeout !== undefined) {
+    warnings.push(`exportlens.timeoutSeconds must be a number; using ${DEFAULT_SETTINGS.timeoutSeconds}`);
+  }
+
+  const targets = raw['targets'];
+  if (Array.isArray(targets)) {
+    for (const t of targets) {
+      if (typeof t === 'string' && TARGET_PATTERN.test(t.trim())) {
+        settings.targets.push(t.trim());
+      } else {
+        warnings.push(`exportlens.targets entry ${JSON.stringify(t)} is not "path/file.py:factory"; ignored`);
+      }
+    }
+  } else if (targets !== undefined) {
+    warnings.push('exportlens.targets must be a list of "path/file.py:factory"; ignored');
+  }
+
+  const trace = traceOf(raw);
+  if (trace === 'off' || trace === 'messages' || trace === 'verbose') {
+    settings.traceServer = trace;
+  } else if (trace !== undefined) {
+    warnings.push(`exportlens.trace.server must be off, messages or verbose; using "off"`);
+  }
+
+  return { settings, warnings };
+}
+
+/** `trace.server` arrives either nested (`{trace: {server}}`) or flat (`'trace.server'`). */
+function traceOf(raw: Readonly<Record<string, unknown>>): unknown {
+  const nested = raw['trace'];
+  if (nested !== null && typeof nested === 'object' && 'server' in nested) {
+    return (nested as Record<string, unknown>)['server'];
+  }
+  return raw['trace.server'];
+}
+
+/**
+ * The settings object the server receives (initialization option `settings` and the answer to
+ * `workspace/configuration` for section `exportlens`): the interpreter is the resolved one, so
+ * the server's worker uses exactly the Python the client checked for torch.
+ */
+export function settingsForServer(settings: ExportLensSettings, resolvedInterpreter: string): Record<string, unknown> {
+  return {
+    interpreter: resolvedInterpreter,
+    run: settings.run,
+    timeoutSeconds: settings.timeoutSeconds,
+    targets: [...settings.targets],
+    trace: { server: settings.traceServer },
+  };
+}
+
+/** The initialization options the server reads: `{trusted, settings}`. */
+export function initializationOptions(
+  settings: ExportLensSettings,
+  resolvedInterpreter: string,
+  trusted: boolean,
+): { trusted: boolean; settings: Record<string, unknown> } {
+  return { trusted, settings: settingsForServer(settings, resolvedInterpreter) };
+}
+
+/**
+ * What a settings change requires. The interpreter runs the server, so changing it restarts;
+ * everything else the server takes live through `workspace/didChangeConfiguration`.
+ */
+export function changeEffect(
+  before: ExportLensSettings,
+  after: ExportLensSettings,
+): 'none' | 'notify' | 'restart' {
+  if (before.interpreter !== after.interpreter) {
+    return 'restart';
+  }
+  const same =
+    before.run === after.run &&
+    before.timeoutSeconds === after.timeoutSeconds &&
+    before.traceServer === after.traceServer &&
+    before.targets.length === after.targets.length &&
+    before.targets.every((t, i) => t === after.targets[i]);
+  return same ? 'none' : 'notify';
+}

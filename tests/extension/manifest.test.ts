@@ -1,0 +1,79 @@
+// The manifest (package.json) must agree with the client code and the server contract.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import { DEFAULT_SETTINGS } from '../../extension/lib/settings';
+
+interface Manifest {
+  name: string;
+  version: string;
+  main: string;
+  extensionKind: string[];
+  activationEvents: string[];
+  extensionDependencies?: string[];
+  capabilities: { untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] } };
+  contributes: {
+    commands: { command: string; title: string; category: string }[];
+    configuration: { properties: Record<string, { default: unknown; enum?: string[] }> };
+  };
+  devDependencies: Record<string, string>;
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
+
+describe('package.json', () => {
+  it('has the five commands with their titles', () => {
+    const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
+    assert.deepEqual(titles, [
+      'ExportLens: Run draft export on this file',
+      'ExportLens: Run draft export on all targets',
+      'ExportLens: Restart server',
+      'ExportLens: Show output',
+      'ExportLens: Save op profiles',
+    ]);
+    const ids = manifest.contributes.commands.map((c) => c.command);
+    // The server's own command ids are registered by the language client; no clash allowed.
+    assert.equal(ids.includes('exportlens.runDraftExport'), false);
+    assert.equal(ids.includes('exportlens.saveOpProfiles'), false);
+  });
+
+  it('declares the settings with the defaults the client assumes', () => {
+    const p = manifest.contributes.configuration.properties;
+    assert.deepEqual(Object.keys(p).sort(), [
+      'exportlens.interpreter',
+      'exportlens.run',
+      'exportlens.targets',
+      'exportlens.timeoutSeconds',
+      'exportlens.trace.server',
+    ]);
+    assert.equal(p['exportlens.interpreter']?.default, DEFAULT_SETTINGS.interpreter);
+    assert.equal(p['exportlens.run']?.default, DEFAULT_SETTINGS.run);
+    assert.deepEqual(p['exportlens.run']?.enum, ['onSave', 'manual']);
+    assert.equal(p['exportlens.timeoutSeconds']?.default, DEFAULT_SETTINGS.timeoutSeconds);
+    assert.deepEqual(p['exportlens.targets']?.default, []);
+    assert.equal(p['exportlens.trace.server']?.default, 'off');
+  });
+
+  it('is limited in untrusted workspaces and restricts the settings that run code', () => {
+    const u = manifest.capabilities.untrustedWorkspaces;
+    assert.equal(u.supported, 'limited');
+    assert.deepEqual([...u.restrictedConfigurations].sort(), ['exportlens.interpreter', 'exportlens.run', 'exportlens.targets']);
+  });
+
+  it('runs in the workspace, activates on Python, and does not depend on the Python extension', () => {
+    assert.deepEqual(manifest.extensionKind, ['workspace']);
+    assert.ok(manifest.activationEvents.includes('onLanguage:python'));
+    assert.equal(manifest.extensionDependencies, undefined);
+    assert.equal(manifest.main, './dist/extension.js');
+  });
+
+  it('pins every dev dependency to an exact version', () => {
+    for (const [name, version] of Object.entries(manifest.devDependencies)) {
+      assert.match(version, /^\d+\.\d+\.\d+$/, `${name}@${version} is not pinned`);
+    }
+    assert.equal(manifest.devDependencies['@vscode/vsce'], '3.9.2');
+    assert.equal(manifest.devDependencies['playwright-core'], '1.65.1');
+    assert.match(manifest.devDependencies['vscode-languageclient'] ?? '', /^9\./);
+  });
+});
