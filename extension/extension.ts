@@ -47,11 +47,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await ctl.executeServerCommand(SERVER_COMMAND_RUN, []);
     }),
     vscode.commands.registerCommand(COMMANDS.saveProfiles, async () => {
+      // The server writes FILE.op_profiles.yaml with torch's own writer and says where.
       const uri = vscode.window.activeTextEditor?.document.uri;
-      const result = await ctl.executeServerCommand(SERVER_COMMAND_SAVE_PROFILES, uri ? [uri.toString()] : []);
-      if (typeof result === 'string' && result !== '') {
-        void vscode.window.showInformationMessage(`ExportLens: op profiles saved to ${result}`);
-      }
+      await ctl.executeServerCommand(SERVER_COMMAND_SAVE_PROFILES, uri ? [uri.toString()] : []);
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('exportlens')) {
