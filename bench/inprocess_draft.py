@@ -1,12 +1,12 @@
-"""Baseline for the benchmark: repeated draft_export of one target inside one process.
+"""Baseline for the benchmark: repeated draft_export of one target inside one warm process.
 
-`python bench/inprocess_draft.py FILE REPEATS` prints a JSON list of seconds per call after one
-warm-up call (the same work the engine's warm worker does per job, minus the fork and the IPC).
+`python bench/inprocess_draft.py FILE` loads the target, warms up with one call, then runs one
+more draft_export per line read on stdin and answers each with its seconds, so the benchmark
+can interleave it with the engine's runs (machine load then hits both alike).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import runpy
 import sys
@@ -15,18 +15,20 @@ import time
 import torch
 
 
-def main(path: str, repeats: int) -> list[float]:
+def main(path: str) -> None:
     sys.path.insert(0, os.path.dirname(path))
     ns = runpy.run_path(path, run_name="__bench__")
-    args = ns["example_args"]
-    times = []
-    for i in range(repeats + 1):
+
+    def once() -> float:
         started = time.perf_counter()
-        torch.export.draft_export(ns["model"], args, ns.get("example_kwargs"), dynamic_shapes=ns.get("dynamic_shapes"))
-        if i:
-            times.append(time.perf_counter() - started)
-    return times
+        torch.export.draft_export(ns["model"], ns["example_args"], ns.get("example_kwargs"), dynamic_shapes=ns.get("dynamic_shapes"))
+        return time.perf_counter() - started
+
+    once()
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        print(f"{once():.6f}", flush=True)
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], int(sys.argv[2]))))
+    main(sys.argv[1])
