@@ -5,6 +5,8 @@
 
 export type RunMode = 'onSave' | 'manual';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
+export type CompileBackend = 'eager' | 'aot_eager' | 'inductor';
+export const COMPILE_BACKENDS: readonly CompileBackend[] = ['eager', 'aot_eager', 'inductor'];
 
 export interface ExportLensSettings {
   /** The interpreter setting as written (may hold `${workspaceFolder}` or `~`); '' = not set. */
@@ -13,6 +15,7 @@ export interface ExportLensSettings {
   timeoutSeconds: number;
   targets: string[];
   traceServer: TraceLevel;
+  compileBackend: CompileBackend;
 }
 
 export interface ParsedSettings {
@@ -26,6 +29,7 @@ export const DEFAULT_SETTINGS: Readonly<ExportLensSettings> = Object.freeze({
   timeoutSeconds: 120,
   targets: [],
   traceServer: 'off',
+  compileBackend: 'eager',
 });
 
 export const MIN_TIMEOUT_SECONDS = 1;
@@ -80,6 +84,13 @@ export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSet
     warnings.push('exportlens.targets must be a list of "path/file.py:factory"; ignored');
   }
 
+  const backend = raw['compileBackend'];
+  if (typeof backend === 'string' && (COMPILE_BACKENDS as readonly string[]).includes(backend)) {
+    settings.compileBackend = backend as CompileBackend;
+  } else if (backend !== undefined) {
+    warnings.push(`exportlens.compileBackend must be one of ${COMPILE_BACKENDS.join(', ')}; using "eager"`);
+  }
+
   const trace = traceOf(raw);
   if (trace === 'off' || trace === 'messages' || trace === 'verbose') {
     settings.traceServer = trace;
@@ -110,6 +121,7 @@ export function settingsForServer(settings: ExportLensSettings, resolvedInterpre
     run: settings.run,
     timeoutSeconds: settings.timeoutSeconds,
     targets: [...settings.targets],
+    compileBackend: settings.compileBackend,
     trace: { server: settings.traceServer },
   };
 }
@@ -138,6 +150,7 @@ export function changeEffect(
     before.run === after.run &&
     before.timeoutSeconds === after.timeoutSeconds &&
     before.traceServer === after.traceServer &&
+    before.compileBackend === after.compileBackend &&
     before.targets.length === after.targets.length &&
     before.targets.every((t, i) => t === after.targets[i]);
   return same ? 'none' : 'notify';

@@ -98,6 +98,7 @@ class Runs:
             self._engine_python = s.interpreter
         self._engine.settings.timeout = s.timeout_seconds
         self._engine.settings.extra_targets = list(s.targets)
+        self._engine.settings.compile_backend = s.compile_backend
         return self._engine
 
     async def warm_up(self) -> None:

@@ -21,6 +21,7 @@ class Settings:
     timeout_seconds: float = 120.0
     run: str = RUN_ON_SAVE
     targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
+    compile_backend: str = "eager"  # torch.compile targets: eager | aot_eager | inductor
 
     @classmethod
     def parse(cls, raw: Any, base: Settings | None = None) -> Settings:
@@ -40,6 +41,9 @@ class Settings:
         run = raw.get("run", out.run)
         if run in (RUN_ON_SAVE, RUN_MANUAL):
             out.run = run
+        backend = raw.get("compileBackend", out.compile_backend)
+        if backend in ("eager", "aot_eager", "inductor"):
+            out.compile_backend = backend
         targets = raw.get("targets", out.targets)
         if isinstance(targets, list):
             out.targets = [t for t in targets if isinstance(t, str)]

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { DEFAULT_SETTINGS } from '../../extension/lib/settings';
+import { COMPILE_BACKENDS, DEFAULT_SETTINGS } from '../../extension/lib/settings';
 
 interface Manifest {
   name: string;
@@ -41,6 +41,7 @@ describe('package.json', () => {
   it('declares the settings with the defaults the client assumes', () => {
     const p = manifest.contributes.configuration.properties;
     assert.deepEqual(Object.keys(p).sort(), [
+      'exportlens.compileBackend',
       'exportlens.interpreter',
       'exportlens.run',
       'exportlens.targets',
@@ -53,6 +54,8 @@ describe('package.json', () => {
     assert.equal(p['exportlens.timeoutSeconds']?.default, DEFAULT_SETTINGS.timeoutSeconds);
     assert.deepEqual(p['exportlens.targets']?.default, []);
     assert.equal(p['exportlens.trace.server']?.default, 'off');
+    assert.equal(p['exportlens.compileBackend']?.default, DEFAULT_SETTINGS.compileBackend);
+    assert.deepEqual(p['exportlens.compileBackend']?.enum, [...COMPILE_BACKENDS]);
   });
 
   it('is limited in untrusted workspaces and restricts the settings that run code', () => {

@@ -11,7 +11,9 @@ import {
 describe('parseSettings', () => {
   it('gives the defaults for an empty configuration, without warnings', () => {
     const { settings, warnings } = parseSettings({});
-    assert.deepEqual(settings, { interpreter: '', run: 'onSave', timeoutSeconds: 120, targets: [], traceServer: 'off' });
+    assert.deepEqual(settings, {
+      interpreter: '', run: 'onSave', timeoutSeconds: 120, targets: [], traceServer: 'off', compileBackend: 'eager',
+    });
     assert.deepEqual(warnings, []);
   });
 
@@ -22,6 +24,7 @@ describe('parseSettings', () => {
       timeoutSeconds: 30,
       targets: ['models/a.py:make_model', ' b.py:pkg.factory '],
       trace: { server: 'verbose' },
+      compileBackend: 'aot_eager',
     });
     assert.deepEqual(settings, {
       interpreter: '${workspaceFolder}/.venv/bin/python',
@@ -29,6 +32,7 @@ describe('parseSettings', () => {
       timeoutSeconds: 30,
       targets: ['models/a.py:make_model', 'b.py:pkg.factory'],
       traceServer: 'verbose',
+      compileBackend: 'aot_eager',
     });
     assert.deepEqual(warnings, []);
   });
@@ -46,9 +50,11 @@ describe('parseSettings', () => {
       timeoutSeconds: 'soon',
       targets: ['no_colon.py', 'x.py:ok', 7],
       trace: { server: 'loud' },
+      compileBackend: 'tensorrt',
     });
     assert.deepEqual(settings, { ...DEFAULT_SETTINGS, targets: ['x.py:ok'] });
-    assert.equal(warnings.length, 6);
+    assert.equal(warnings.length, 7);
+    assert.match(warnings[5] ?? '', /exportlens\.compileBackend must be one of eager, aot_eager, inductor/);
     assert.match(warnings[1] ?? '', /exportlens\.run must be "onSave" or "manual", not "onType"/);
     assert.match(warnings[3] ?? '', /"no_colon\.py" is not "path\/file\.py:factory"/);
   });
@@ -77,6 +83,7 @@ describe('what the server receives', () => {
       run: 'manual',
       timeoutSeconds: 9,
       targets: ['m.py:f'],
+      compileBackend: 'eager',
       trace: { server: 'off' },
     });
   });

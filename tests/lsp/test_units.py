@@ -42,4 +42,6 @@ def test_settings_parse_and_fall_back() -> None:
     bad = Settings.parse({"interpreter": 5, "timeoutSeconds": -1, "run": "always", "targets": "x"}, s)
     assert (bad.interpreter, bad.timeout_seconds, bad.run, bad.targets) == (None, 30.0, "manual", ["m.py:make"])
     assert Settings.parse(None) == Settings()
+    assert Settings.parse({"compileBackend": "inductor"}).compile_backend == "inductor"
+    assert Settings.parse({"compileBackend": "tensorrt"}, s).compile_backend == "eager"
     assert Settings.parse({"interpreter": "  "}).interpreter is None
