@@ -98,3 +98,21 @@ def test_fix_and_diff(tmp_path: Path, mode: str) -> None:
         assert target.read_text() == before.replace("        if n > 2:", "        torch._check(n > 2)\n        if n > 2:")
         assert "fixed data_dependent/item_branch.py" in out.stderr
         assert cli("check", str(target), cwd=work).returncode == 0
+
+
+def test_compile_and_trace_findings_in_every_format() -> None:
+    files = ["examples/compile/print_first.py", "examples/trace/check_inputs.py"]
+    text = cli("check", *files)
+    assert text.returncode == 1
+    assert text.stdout.splitlines()[0].startswith("examples/compile/print_first.py:7:5: warning[graph-break]: Graph break: ")
+    doc = json.loads(cli("check", *files, "--format", "json").stdout)
+    got = [(Path(d["file"]).name, d["range"]["start"]["line"], d["code"], d["severity"]) for d in doc["diagnostics"]]
+    assert got == [("print_first.py", 6, "graph-break", 2), ("check_inputs.py", 8, "trace-check-failed", 1),
+                   ("check_inputs.py", 17, "tracer-warning", 2)]
+    assert [(t["kind"], t["status"]) for t in doc["targets"]] == [("compile", "problems"), ("trace", "problems"), ("trace", "ok")]
+    (fix,) = [f for f in doc["diagnostics"][0]["fixes"] if f["isPreferred"]]
+    assert fix["edits"][0]["newText"] == "torch._dynamo.config.reorderable_logging_functions.add(print)\n"
+    sarif = json.loads(cli("check", *files, "--format", "sarif").stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(sarif)
+    assert [(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]] == [
+        ("graph-break", "warning"), ("trace-check-failed", "error"), ("tracer-warning", "warning")]
