@@ -14,6 +14,8 @@ from exportlens.model import Fix
 
 from .common import (
     Refusal,
+    bound_names,
+    fresh_name,
     import_torch_insertion,
     innermost_statement,
     insert_lines,
@@ -176,16 +178,6 @@ def guard_check_fixes(text: str, file: str, line: int, outcome: bool) -> list[Fi
     return fixes
 
 
-def _fresh_name(tree: ast.AST, base: str) -> str:
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    used |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    name, k = base, 1
-    while name in used:
-        k += 1
-        name = f"{base}{k}"
-    return name
-
-
 def insert_item_check(
     text: str, file: str, line: int, tensor_expr: str, *, preferred: bool = False
 ) -> Fix | Refusal:
@@ -206,7 +198,7 @@ def insert_item_check(
     want = tensor_expr.strip()
     if "\n" in test_src or "\r" in test_src or test_src.count(want) != 1:
         return Refusal(f"`{want}` does not occur exactly once in the one-line test `{test_src}`")
-    name = _fresh_name(tree, "value")
+    name = fresh_name(bound_names(tree), "value", sep="")
     new_test = test_src.replace(want, name)
     try:
         inner = ast.parse(want, mode="eval").body

@@ -52,6 +52,30 @@ def make_fix(file: str, old: str, new: str, title: str, preferred: bool) -> Fix 
     return Fix(title=title, edits=line_edits(file, old, new), is_preferred=preferred)
 
 
+def bound_names(tree: ast.AST) -> set[str]:
+    """Every name a module uses or binds (variables, parameters, functions, classes, imports)."""
+    out: set[str] = set()
+    for n in ast.walk(tree):
+        name = getattr(n, "id", None) or getattr(n, "arg", None)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            name = n.name
+        elif isinstance(n, ast.alias):
+            name = n.asname or n.name.split(".")[0]
+        if isinstance(name, str):
+            out.add(name)
+    return out
+
+
+def fresh_name(used: set[str], base: str, sep: str = "_") -> str:
+    """`base`, or `base{sep}2`, `base{sep}3`… — the first not in `used` (which then holds it)."""
+    name, k = base, 1
+    while name in used:
+        k += 1
+        name = f"{base}{sep}{k}"
+    used.add(name)
+    return name
+
+
 def parse_or_refuse(text: str) -> ast.Module | Refusal:
     tree = parse(text)
     if tree is None:

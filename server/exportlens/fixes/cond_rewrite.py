@@ -23,7 +23,9 @@ from exportlens.model import Fix
 
 from .common import (
     Refusal,
+    bound_names,
     enclosing_function,
+    fresh_name,
     import_torch_insertion,
     insert_lines,
     make_fix,
@@ -218,15 +220,6 @@ class _Arm:
     first: int  # 0-based first line of the arm's text
     last: int  # 0-based last line (inclusive)
     inline_col: int | None  # code-point column when the arm shares the header line
-
-
-def _fresh(used: set[str], base: str) -> str:
-    name, k = base, 1
-    while name in used:
-        k += 1
-        name = f"{base}_{k}"
-    used.add(name)
-    return name
 
 
 def _find_if(tree: ast.Module, line: int) -> tuple[ast.If, list[ast.AST]] | None:
@@ -430,10 +423,8 @@ def rewrite_if_as_cond(
     for li, col, add in sorted(patches, reverse=True):
         work[li] = work[li][:col] + add + work[li][col:]
 
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    used |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
-    used |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    true_name, false_name = _fresh(used, "true_fn"), _fresh(used, "false_fn")
+    used = bound_names(tree)
+    true_name, false_name = fresh_name(used, "true_fn"), fresh_name(used, "false_fn")
     params = ", ".join(operands)
     arm_indent = indent + unit
 

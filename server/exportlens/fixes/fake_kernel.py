@@ -17,6 +17,8 @@ from exportlens.model import Fix
 
 from .common import (
     Refusal,
+    bound_names,
+    fresh_name,
     import_torch_insertion,
     insert_lines,
     make_fix,
@@ -227,15 +229,6 @@ def _find_definition(tree: ast.Module, line: int) -> ast.stmt | None:
     return None
 
 
-def _fresh(tree: ast.AST, base: str) -> str:
-    used = {getattr(n, "id", None) or getattr(n, "name", None) or getattr(n, "arg", None) for n in ast.walk(tree)}
-    name, k = base, 1
-    while name in used:
-        k += 1
-        name = f"{base}_{k}"
-    return name
-
-
 def register_fake_fix(
     text: str,
     file: str,
@@ -295,7 +288,8 @@ def register_fake_fix(
     if decorator is None:
         decorator = f"@{tb}.library.register_fake({qual!r})".replace("'", '"')
     names = _positional_names(params)
-    ctx = "ctx" if "ctx" not in names else _fresh(tree, "fake_ctx")
+    used = bound_names(tree)
+    ctx = "ctx" if "ctx" not in names else fresh_name(used, "fake_ctx")
 
     bodies: list[tuple[dict[str, Any], str, bool]] = []
     for p in profiles:
@@ -306,7 +300,7 @@ def register_fake_fix(
     unit = indent_unit(text)
     end = (node.end_lineno or node.lineno) - 1
     nl = newline_of(text, end)
-    fname = _fresh(tree, f"_{name}_fake")
+    fname = fresh_name(used, f"_{name}_fake")
     out = [f"{indent}{decorator}", f"{indent}def {fname}({', '.join(params)}):"]
     inner = indent + unit
     if any(needs for _, _, needs in bodies):
