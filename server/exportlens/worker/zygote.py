@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+_child_threads = 1  # the thread count torch picked for this machine; jobs get it back
 _protocol_fd: int | None = None  # closed in every child so the server sees the zygote's EOF
 
 
@@ -99,7 +100,9 @@ def _detach() -> None:
         os.dup2(devnull, fd)
     import torch
 
-    torch.set_num_threads(1)  # OpenMP pools do not survive fork (torch-facts §5)
+    # The zygote never starts an OpenMP pool (it runs at one thread from before its first op), so a
+    # child may use every core again; a pool started before fork would hang it (torch-facts §5).
+    torch.set_num_threads(_child_threads)
 
 
 def run_child(request: dict[str, Any], result_fd: int, jobdir: str, *, detached: bool = False) -> None:
@@ -439,7 +442,9 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     import torch
 
-    torch.set_num_threads(1)
+    global _child_threads
+    _child_threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
     warm = 0.0 if "--no-warmup" in argv else _warm_up()
     gc.collect()
