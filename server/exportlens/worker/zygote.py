@@ -431,18 +431,20 @@ def _signal_name(num: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit
+    global _protocol_fd, _child_threads
+    if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit (no fork, so all threads)
+        import torch
+
+        _child_threads = torch.get_num_threads()
         request = json.loads(sys.stdin.read())
         run_child(request, os.dup(1), argv[1])
     # The protocol keeps the real stdout; anything else printed goes to stderr.
-    global _protocol_fd
     _protocol_fd = os.dup(1)
     protocol = os.fdopen(_protocol_fd, "w", buffering=1)
     os.dup2(2, 1)
     started = time.perf_counter()
     import torch
 
-    global _child_threads
     _child_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
