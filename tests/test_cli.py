@@ -116,3 +116,19 @@ def test_compile_and_trace_findings_in_every_format() -> None:
     jsonschema.Draft4Validator(SCHEMA).validate(sarif)
     assert [(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]] == [
         ("graph-break", "warning"), ("trace-check-failed", "error"), ("tracer-warning", "warning")]
+
+
+def test_fix_keeps_the_files_encoding_and_merges_fixes_of_one_file(tmp_path: Path) -> None:
+    """Two findings in one latin-1 file with a BOM-less cookie: both fixed, bytes re-encoded alike."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "model.py"
+    source = ("# -*- coding: latin-1 -*-\n# café\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n"
+              "        a = x.item()\n        if a > 2:\n            x = x * 2\n        b = y.item()\n        if b > 1:\n"
+              "            return x + 1\n        return x\n\n\nmodel = M()\nexample_args = (torch.tensor(5), torch.tensor(3))\n")
+    path.write_bytes(source.encode("latin-1"))
+    out = cli("check", str(path), "--fix", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    fixed = path.read_bytes().decode("latin-1")
+    assert fixed == source.replace("        if a > 2:", "        torch._check(a > 2)\n        if a > 2:").replace(
+        "        if b > 1:", "        torch._check(b > 1)\n        if b > 1:")
+    assert cli("check", str(path), cwd=tmp_path).returncode == 0

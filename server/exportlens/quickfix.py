@@ -14,8 +14,8 @@ from typing import Any
 
 from exportlens import fixes as gen
 from exportlens.fixes import compile_fixes
-from exportlens.model import Diagnostic, Fix
-from exportlens.source import SourceError, read_source
+from exportlens.model import Diagnostic, Fix, TextEdit
+from exportlens.source import SourceError, read_source, write_source
 
 Reader = Callable[[str], str | None]
 
@@ -169,22 +169,31 @@ class Applied:
         return "\n".join(lines) or "nothing to fix"
 
 
+def _conflicts(a: TextEdit, b: TextEdit) -> bool:
+    """Two edits of one file that cannot both apply: overlapping, or inserting at the same point."""
+    if a.file != b.file:
+        return False
+    return a.range.start <= b.range.end and b.range.start <= a.range.end
+
+
 def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
-    """Apply every preferred fix once (a fix shared by several diagnostics counts once)."""
+    """Apply every preferred fix, all computed against the files as they are now.
+
+    A fix shared by several diagnostics counts once; a fix whose edits touch another chosen fix's
+    lines is left out (and said), so the lines each finding named are never stale. Each file's
+    result must parse, or that file is left alone.
+    """
     out = Applied()
-    texts: dict[str, str] = {}
-    originals: dict[str, str] = {}
-    seen: set[tuple[Any, ...]] = set()
+    texts: dict[str, str | None] = {}
 
     def read(path: str) -> str | None:
         if path not in texts:
-            text = read_disk(path)
-            if text is None:
-                return None
-            texts[path] = originals[path] = text
+            texts[path] = read_disk(path)
         return texts[path]
 
-    for d in sorted(diags, key=lambda d: (d.file, -d.range.start.line)):  # bottom-up keeps lines valid
+    chosen: list[Fix] = []
+    seen: set[tuple[Any, ...]] = set()
+    for d in sorted(diags, key=lambda d: (d.file, d.range.start)):
         preferred = [f for f in fixes_for(d, read) if f.is_preferred]
         if not preferred:
             continue
@@ -193,15 +202,27 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
         if key in seen:
             continue
         seen.add(key)
+        taken = [e for f in chosen for e in f.edits]
+        if any(_conflicts(e, t) for e in fix.edits for t in taken):
+            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {fix.title}: touches the lines of another fix; "
+                               f"run again after this one")
+            continue
+        chosen.append(fix)
+    by_file: dict[str, list[TextEdit]] = {}
+    for fix in chosen:
+        for e in fix.edits:
+            by_file.setdefault(e.file, []).append(e)
+    for path, edits in sorted(by_file.items()):
+        old = texts.get(path)
+        if old is None:
+            continue
         try:
-            current = {e.file: texts[e.file] for e in fix.edits if read(e.file) is not None}
-            texts.update(gen.apply_fix(current, fix))
-        except (gen.EditError, KeyError) as exc:
-            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {exc}")
-    for path, new in texts.items():
-        if new != originals[path]:
-            out.changed[path] = (originals[path], new)
+            new = gen.apply_edits(old, edits, validate=True)
+        except gen.EditError as exc:
+            out.skipped.append(f"{_shown(path)}: {exc}")
+            continue
+        if new != old:
+            out.changed[path] = (old, new)
             if write:
-                with open(path, "w", encoding="utf-8", newline="") as fh:
-                    fh.write(new)
+                write_source(path, new)
     return out

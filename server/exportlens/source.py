@@ -97,6 +97,17 @@ def read_source(path: str) -> Source:
     return decode_source(path, data)
 
 
+def write_source(path: str, text: str) -> None:
+    """Write `text` back in the file's own encoding (coding cookie or BOM kept), newlines as given."""
+    try:
+        with open(path, "rb") as fh:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(fh.read()).readline)
+    except (OSError, SyntaxError):
+        encoding = "utf-8"
+    with open(path, "wb") as fh:
+        fh.write(text.encode(encoding))
+
+
 def decode_source(path: str, data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
