@@ -7,7 +7,9 @@ torch 2.13 are offered (torch-facts §4); where none is known, nothing is offere
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +46,10 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     line = int(data.get("statement_line") or data.get("user_line") or d.range.start.line + 1)
     is_if = data.get("statement_kind") == "if"
     if data.get("tensor_condition"):
-        return _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data))) if is_if else []
+        if not is_if:
+            return []
+        out = _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))
+        return out + [Fix(f.title + " — keeps only this branch", f.edits, False) for f in _item_check(d, text, line)]
     if data.get("kind") == "value":
         pin = data.get("pin")
         if not pin:
@@ -63,6 +68,26 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     if is_if:
         out += [Fix(f.title, f.edits, False) for f in _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))]
     return out
+
+
+def _item_check(d: Diagnostic, text: str, line: int) -> list[Fix]:
+    """`v = x.sum().item(); torch._check(v > 0); if v > 0:` — only when the example took the `if`."""
+    test = str(d.data.get("test_text") or "")
+    if d.data.get("result") != "True" or d.data.get("expr", "").replace(" ", "") != "Eq(u0,1)".replace("u0", _first_symbol(d)):
+        return []
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+        return []
+    left = ast.get_source_segment(test, node.left)
+    return _ok(gen.insert_item_check(text, d.file, line, left)) if left else []
+
+
+def _first_symbol(d: Diagnostic) -> str:
+    found = re.findall(r"\b[a-z]+\d+\b", str(d.data.get("expr", "")))
+    return found[0] if found else "u0"
 
 
 def _fake_kernel(d: Diagnostic, read: Reader) -> list[Fix]:
