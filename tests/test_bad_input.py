@@ -114,3 +114,12 @@ def test_args_not_a_tuple_in_a_script(engine: SyncEngine, project: Path) -> None
     assert (d.code, d.range.start.line) == ("export-error", 8)
     assert "Expecting `args` to be a tuple" in d.message
     assert [(t.name, t.status) for t in result.targets] == [("export at script.py:9", "error")]
+
+
+def test_syntax_error_in_an_imported_helper_lands_in_the_helper(engine: SyncEngine, project: Path) -> None:
+    (project / "helper.py").write_text("def scale(x):\n    return x *\n")
+    path = project / "uses_helper.py"
+    path.write_text("import torch\nfrom helper import scale\n\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n")
+    (d,) = engine.check(path).diagnostics
+    assert (Path(d.file).name, d.code, d.range.start.line) == ("helper.py", "syntax-error", 1)
+    assert d.message == "SyntaxError: invalid syntax"
