@@ -31,7 +31,7 @@ from .common import (
     make_fix,
     parse_or_refuse,
     torch_binding,
-    walk_with_parents,
+    walk_containing,
 )
 from .text import (
     byte_col_to_index,
@@ -224,7 +224,7 @@ class _Arm:
 
 def _find_if(tree: ast.Module, line: int) -> tuple[ast.If, list[ast.AST]] | None:
     best: tuple[ast.If, list[ast.AST]] | None = None
-    for node, parents in walk_with_parents(tree):
+    for node, parents in walk_containing(tree, line):
         inside = isinstance(node, ast.If) and node.lineno <= line <= (node.test.end_lineno or node.lineno)
         if inside and (best is None or len(parents) > len(best[1])):
             best = (node, parents)  # type: ignore[assignment]
