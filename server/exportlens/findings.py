@@ -15,6 +15,7 @@ from typing import Any
 from exportlens import placement, symbols
 from exportlens.model import ERROR, WARNING, Diagnostic, Range, Related
 from exportlens.placement import Frame, SourceLoader
+from exportlens.project import is_user_file
 from exportlens.source import Source
 
 SEVERITY = {"mismatched-fake-kernel": WARNING}
@@ -249,7 +250,7 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
     reason = (failure.get("reason") or "").strip()
     real = _profile_text(profiles)
     data = {"op": op, "qualname": qualname, "profiles": profiles, "definition": definition,
-            "fake": fake if fake and ctx.source(fake["file"]) and placement.is_user_file(fake["file"], ctx.root) else None,
+            "fake": fake if fake and ctx.source(fake["file"]) and is_user_file(fake["file"], ctx.root) else None,
             "reason": reason}
     # every call site in the user's code, from the exported graph's stack traces
     sites: list[Frame] = []
@@ -264,7 +265,7 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
         if src is not None:
             anchors.append((site.file, placement.call_range(src, site.line, call_name), "call"))
     def_anchor = None
-    if definition and placement.is_user_file(definition.get("file"), ctx.root):
+    if definition and is_user_file(definition.get("file"), ctx.root):
         src = ctx.source(definition["file"])
         if src is not None:
             def_anchor = (definition["file"], placement.definition_range(src, int(definition["line"])), "definition")
@@ -321,7 +322,7 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
     """An exception raised by draft_export, by the user's code, or while building the target."""
     chain = exc.get("chain") or []
     syntax = exc.get("syntax")
-    if syntax and syntax.get("file") and syntax.get("line") and placement.is_user_file(syntax["file"], ctx.root):
+    if syntax and syntax.get("file") and syntax.get("line") and is_user_file(syntax["file"], ctx.root):
         src = ctx.source(syntax["file"])
         if src is not None:
             line = int(syntax["line"])
@@ -338,7 +339,7 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
             break
     if not frames:  # torch sometimes names the user's line only in its message
         for m in _FILE_LINE.finditer(exc.get("message", "")):
-            if placement.is_user_file(m["file"], ctx.root):
+            if is_user_file(m["file"], ctx.root):
                 frames = [Frame(m["file"], int(m["line"]))]
     message = _clean_message(exc.get("message", ""))
     kind = exc.get("type", "Exception")

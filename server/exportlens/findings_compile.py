@@ -17,6 +17,7 @@ from exportlens import placement
 from exportlens.findings import Context, exception_diagnostic
 from exportlens.model import ERROR, HINT, WARNING, Diagnostic, Range, Related
 from exportlens.placement import Frame
+from exportlens.project import is_user_file
 from exportlens.source import Source
 
 SEVERITY = {"graph-break": WARNING, "recompile": WARNING, "tracer-warning": WARNING, "trace-check-failed": ERROR}
@@ -53,7 +54,7 @@ def _diag(ctx: Context, file: str, rng: Range, code: str, message: str, *, relat
 
 
 def _user(ctx: Context, path: str | None) -> bool:
-    return bool(path) and placement.is_user_file(path, ctx.root) and ctx.source(str(path)) is not None
+    return bool(path) and is_user_file(path, ctx.root) and ctx.source(str(path)) is not None
 
 
 def _target_anchor(ctx: Context) -> tuple[str, Range]:
@@ -74,7 +75,7 @@ def _frame_range(ctx: Context, frame: Frame) -> Range:
 def _site_related(ctx: Context, what: str) -> list[Related]:
     """The `torch.compile(...)` / `torch.jit.trace(...)` call this target stands for."""
     src = ctx.source(ctx.target_file)
-    if src is None or not placement.is_user_file(ctx.target_file, ctx.root):
+    if src is None or not is_user_file(ctx.target_file, ctx.root):
         return []
     return [Related(ctx.target_file, site_range(src, ctx.target_line), what)]
 
