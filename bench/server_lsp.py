@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "lsp"))
+
+from lsp_framing import read_messages  # noqa: E402  (shared with the raw-protocol tests)
+
 PYTHON = sys.executable
 
 CAPS: dict[str, Any] = {
@@ -45,19 +49,9 @@ class Client:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = 0
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-                if line in (b"\r\n", b"\n"):
-                    break
-            self.inbox.put((time.perf_counter(), json.loads(out.read(length))))
+        assert self.proc.stdout is not None
+        for msg in read_messages(self.proc.stdout):
+            self.inbox.put((time.perf_counter(), msg))
 
     def send(self, msg: dict[str, Any]) -> None:
         body = json.dumps(msg).encode()

@@ -230,21 +230,10 @@ class RawServer:
         self._ids = 0
 
     def _read(self) -> None:
-        import json
+        from lsp_framing import read_messages
 
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = 0
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-                if line in (b"\r\n", b"\n"):
-                    break
-            msg = json.loads(out.read(length))
+        assert self.proc.stdout is not None
+        for msg in read_messages(self.proc.stdout):
             self.messages.put(msg)
 
     def send_bytes(self, body: bytes) -> None:
