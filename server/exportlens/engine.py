@@ -198,6 +198,7 @@ class Engine:
         for res in await asyncio.gather(*(one(f, e) for f, e in files)):  # results keep the files' order
             report.targets.extend(res.targets)
             report.diagnostics.extend(res.diagnostics)
+        report.diagnostics.sort(key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
         if self.worker.info:
             report.torch_version = self.torch_version
         return report
