@@ -8,11 +8,10 @@ import json
 import os
 import sys
 import time
-from typing import Any
 
 from exportlens import __version__
 from exportlens.engine import Engine, EngineSettings, FileResult
-from exportlens.model import ERROR, WARNING, Diagnostic, Report
+from exportlens.model import ERROR, WARNING, Report
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 
@@ -153,6 +152,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"exportlens: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
 
-
-def diagnostics_json(diags: list[Diagnostic]) -> list[dict[str, Any]]:
-    return [d.to_json() for d in diags]

@@ -219,6 +219,3 @@ def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:
         end = type(start)(start.line, start.character + 1)
     return Diagnostic(src.path, Range(start, end), ERROR, "syntax-error", f"SyntaxError: {exc.msg}", "")
 
-
-def run_sync(coro: Any) -> Any:
-    return asyncio.run(coro)

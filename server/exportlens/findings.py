@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from exportlens import placement, symbols
+from exportlens import fixes, placement, symbols
 from exportlens.model import ERROR, WARNING, Diagnostic, Range, Related
 from exportlens.placement import Frame, SourceLoader
 from exportlens.project import is_user_file
@@ -169,7 +169,7 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
                f"(torch saw `{expr}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
                f"so the exported program assumes that and asserts it at run time.")
         if source_expr and not unmapped:
-            msg += f" Add `torch._check({source_expr if result != 'False' else symbols.negated(source_expr)})` above this line to state the assumption"
+            msg += f" Add `torch._check({source_expr if result != 'False' else fixes.negate(source_expr)})` above this line to state the assumption"
             msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     if occurrences > 1:
         msg += f" Reached {occurrences} times (the first is shown)."

@@ -100,12 +100,6 @@ def to_python(expr: str, names: dict[str, str]) -> tuple[str | None, set[str]]:
     return ast.unparse(ast.fix_missing_locations(body)), conv.unmapped
 
 
-def negated(expr: str) -> str:
-    """The opposite of a Python condition, spelled naturally."""
-    tree = ast.parse(expr, mode="eval")
-    return ast.unparse(ast.fix_missing_locations(negate(tree.body)))
-
-
 def symbols_in(expr: str) -> set[str]:
     try:
         tree = ast.parse(expr.strip(), mode="eval")

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 _child_threads = 1  # the thread count torch picked for this machine; jobs get it back
@@ -44,9 +44,7 @@ class Child:
     status: int | None = None
     cancelled: bool = False
     timed_out: bool = False
-    events: int = 0
     reported: bool = False  # its `done` went out already
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _warm_up() -> float:
@@ -186,20 +184,24 @@ class Zygote:
         self.protocol.write(json.dumps(event, default=str) + "\n")
         self.protocol.flush()
 
+    def _fork(self, *parents_ends: int) -> int:
+        """fork(); the child closes the zygote's ends of its pipes and the spare's, like any child."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            spare = (self.spare.request_fd, self.spare.result_fd) if self.spare is not None else ()
+            for fd in (*parents_ends, *spare):
+                os.close(fd)
+        return pid
+
     def fork_spare(self) -> None:
         if not self.can_fork or not self.use_spares:
             return
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
+        pid = self._fork(req_w, res_r)
         if pid == 0:
-            os.close(req_w)
-            os.close(res_r)
-            if self.spare is not None:
-                os.close(self.spare.request_fd)
-                os.close(self.spare.result_fd)
             run_spare(req_r, res_w)
         os.close(req_r)
         os.close(res_w)
@@ -243,14 +245,8 @@ class Zygote:
             child = Child(request["id"], spare.pid, spare.result_fd, time.monotonic() + timeout, jobdir)
         elif self.can_fork:
             r, w = os.pipe()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
+            pid = self._fork(r)
             if pid == 0:
-                os.close(r)
-                if self.spare is not None:
-                    os.close(self.spare.request_fd)
-                    os.close(self.spare.result_fd)
                 run_child(request, w, jobdir)
             os.close(w)
             child = Child(request["id"], pid, r, time.monotonic() + timeout, jobdir)
@@ -306,7 +302,6 @@ class Zygote:
                                "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
                 continue
             event["id"] = child.id
-            child.events += 1
             self.send(event)
 
     def _reap(self, child: Child, block: bool) -> bool:
