@@ -136,7 +136,7 @@ class Engine:
                 result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target",
                                                      targets.NO_TARGET_HELP, ""))
             return result
-        cache = SourceCache({path: src.text} if src is not None and text is not None else None)
+        cache = SourceCache({path: src.text} if src is not None else None)  # read once: plan already did
         result.ran = True
         job = found.job(path, root)
         job["compile_backend"] = self.settings.compile_backend
