@@ -56,8 +56,8 @@ def main() -> None:
             resolving.append(t * 1000)
             assert resolved.get("edit"), resolved
         c.close()
-        from exportlens.lsp_convert import from_lsp_data
-        from exportlens.quickfix import fixes_for
+        from exportlens.fixes.registry import fixes_for
+        from exportlens.lsp.convert import from_lsp_data
 
         decoded = from_lsp_data(diags[0]["data"])
         assert decoded is not None

@@ -14,6 +14,7 @@ import sys
 import tomllib
 
 import torch
+
 from exportlens import project, targets
 
 

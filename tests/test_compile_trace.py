@@ -2,8 +2,8 @@
 
 The examples under examples/compile and examples/trace run the way the worker runs a script
 (a fresh fork per file, as `__main__`, with `compile_watch`/`trace_watch` installed), and the
-events go through `findings_compile` with the engine's source cache. Once job.py, targets.py
-and findings.py carry the hooks, `test_engine_end_to_end` checks the same through the engine.
+events go through `findings` with the engine's source cache; `test_engine_end_to_end` checks the
+same through the engine.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine, spans
-from exportlens import findings, findings_compile
+
+from exportlens import findings
 from exportlens.engine import SourceCache
+from exportlens.findings.compile import what_changed
 from exportlens.model import Diagnostic
 
 # What the worker will do for these files (job.py + compile_watch/trace_watch), once per file.
@@ -86,7 +88,7 @@ def diagnose(events: list[dict[str, Any]]) -> dict[str, list[Diagnostic]]:
         if ev["event"] != "target":
             continue
         ctx = findings.Context(str(EXAMPLES), cache, ev["name"], ev["file"], int(ev["line"]))
-        out[name].extend(findings_compile.from_compile_event(ctx, ev))
+        out[name].extend(findings.from_event(ctx, ev))
     return out
 
 
@@ -274,22 +276,9 @@ def test_parsers_on_torch_text() -> None:
         "please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html")
     assert dup is not None and dup["duplicate"] and dup["gb_id"] == "gb0170"
     assert dup["frames"] == [{"file": "/p/h.py", "line": 5}] and dup["hints"] == ["Use `torch.cond` to express dynamic control flow."]
-    assert findings_compile.what_changed("x == 2.5")["kind"] == "value"
+    assert what_changed("x == 2.5")["kind"] == "value"
 
 
-def _wired() -> bool:
-    """Whether the lead's hooks are in: the file is a target, the worker watches, findings dispatch."""
-    import ast
-
-    from exportlens import targets
-
-    path = EXAMPLES / "compile" / "branch.py"
-    found = targets.discover(ast.parse(path.read_text()), str(path))
-    job = (ROOT / "server/exportlens/worker/job.py").read_text()
-    return found.run_as_main and "compile_watch" in job and "findings_compile" in (ROOT / "server/exportlens/findings.py").read_text()
-
-
-@pytest.mark.skipif(not _wired(), reason="job.py/targets.py/findings.py hooks not added yet")
 @pytest.mark.parametrize("name", ["compile/branch.py", "compile/helper_call.py", "compile/fullgraph_branch.py",
                                   "trace/check_inputs.py"])
 def test_engine_end_to_end(engine: SyncEngine, name: str) -> None:

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from conftest import EXAMPLES, ROOT, SyncEngine
-from exportlens import quickfix
+
+from exportlens.fixes import registry
 
 ORACLE = Path(__file__).with_name("plain_export.py")
 
@@ -32,7 +33,7 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
     shutil.copytree(EXAMPLES, work, ignore=shutil.ignore_patterns("__pycache__", "compile", "trace"))
     report = engine.call(engine.engine.check_paths([str(work)]))
     problems = [d for d in report.diagnostics if d.severity <= 2]
-    fixable = {(d.file, d.code, d.target) for d in problems if any(f.is_preferred for f in quickfix.fixes_for(d))}
+    fixable = {(d.file, d.code, d.target) for d in problems if any(f.is_preferred for f in registry.fixes_for(d))}
     broken_before = {k: v for k, v in _plain_export(work).items() if v != "ok"}
     assert set(broken_before) == {  # the oracle can fail: these are the examples export rejects
         "constraint/model.py:model", "data_dependent/item_branch.py:export at item_branch.py:15",
@@ -40,7 +41,7 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
         "factory/build.py:build.py:make_target", "missing_fake/model.py:model", "library_op/model.py:model", "two_files/model.py:model",
     }, broken_before
 
-    applied = quickfix.apply_preferred(report.diagnostics, write=True)
+    applied = registry.apply_preferred(report.diagnostics, write=True)
     assert not applied.skipped
     after = _plain_export(work)
     report_after = engine.call(engine.engine.check_paths([str(work)]))
@@ -61,10 +62,10 @@ def test_compile_fixes_remove_their_findings(engine: SyncEngine, tmp_path: Path)
     shutil.copytree(EXAMPLES, work, ignore=shutil.ignore_patterns("__pycache__"))
     folder = str(work / "compile")
     before = engine.call(engine.engine.check_paths([folder])).diagnostics
-    with_fix = {(os.path.basename(d.file), d.code) for d in before if any(f.is_preferred for f in quickfix.fixes_for(d))}
+    with_fix = {(os.path.basename(d.file), d.code) for d in before if any(f.is_preferred for f in registry.fixes_for(d))}
     assert with_fix == {("branch.py", "graph-break"), ("clamp_helpers.py", "graph-break"), ("fullgraph_branch.py", "graph-break"),
                         ("item.py", "graph-break"), ("print_first.py", "graph-break"), ("recompile_shapes.py", "recompile")}
-    applied = quickfix.apply_preferred(before, write=True)
+    applied = registry.apply_preferred(before, write=True)
     assert sorted(os.path.basename(p) for p in applied.changed) == sorted({f for f, _ in with_fix})
     after = engine.call(engine.engine.check_paths([folder])).diagnostics
     left = {(os.path.basename(d.file), d.code) for d in after if d.severity <= 2}

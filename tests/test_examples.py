@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import EXAMPLES, SyncEngine, spans
+
 from exportlens.model import ERROR, INFORMATION, WARNING
 
 # file → [(file name, line, char, end line, end char, code)], 0-based like LSP

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SyncEngine, spans
+
 from exportlens.engine import EngineSettings
 
 MODEL = '''import torch

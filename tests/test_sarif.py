@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from exportlens.codes import CODES, CodeInfo, doc_url
 from exportlens.sarif import SARIF_SCHEMA_URI, github_line_hashes, to_sarif
 

@@ -87,10 +87,10 @@ def _say_profiles(result: FileResult) -> None:
 
 def _with_fixes(report: Report) -> None:
     try:
-        from exportlens import quickfix
+        from exportlens.fixes import registry
     except ImportError:
         return
-    quickfix.attach(report.diagnostics)
+    registry.attach(report.diagnostics)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -102,9 +102,9 @@ def run_check(args: argparse.Namespace) -> int:
     report, seconds = asyncio.run(_check(args))
     _with_fixes(report)
     if args.fix or args.diff:
-        from exportlens import quickfix
+        from exportlens.fixes import registry
 
-        changed = quickfix.apply_preferred(report.diagnostics, write=args.fix)
+        changed = registry.apply_preferred(report.diagnostics, write=args.fix)
         if args.diff:
             sys.stdout.write(changed.diff)
         if args.fix:
@@ -140,7 +140,7 @@ def _repository_root(path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from exportlens.server import serve
+        from exportlens.lsp.server import serve
 
         serve()
         return 0

@@ -71,7 +71,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "inputs. Export trusts the fake kernel, so the exported graph would be wrong. Fix the "
         "function registered with torch.library.register_fake so that it describes the real "
         "outputs exactly, then check it with torch.library.opcheck.",
-        ERROR,
+        WARNING,
         REGISTER_FAKE_URL,
     ),
     CodeInfo(

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from exportlens import findings, placement, project, targets
+from exportlens import findings, project, targets
+from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
 from exportlens.source import Source, SourceError, read_source
 from exportlens.worker_client import WorkerClient, WorkerUnavailable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from exportlens.fixes import EditError, Refusal, apply_edits, apply_fix, insert_check, negate, unified_diff
 from exportlens.fixes.common import line_edits, make_fix
 from exportlens.fixes.text import end_position, split_lines, utf16_len, utf16_to_index

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from exportlens import fixes
 from exportlens.fixes import Refusal, apply_edits
 from exportlens.fixes.text import end_position

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from exportlens.lsp_settings import Settings
-from exportlens.lsp_textmap import line_map
+from exportlens.lsp.settings import Settings
+from exportlens.lsp.textmap import line_map
 from exportlens.model import Range
 
 TEXT = "import torch\n\nclass M:\n    def f(self, x):\n        n = x.item()\n        if n > 2:\n            return 1\n"

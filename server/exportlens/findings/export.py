@@ -1,86 +1,20 @@
-"""From the worker's raw events to placed, deduplicated, readable diagnostics.
-
-One target event (a draft-export report, an exception, a crash) becomes diagnostics on the
-user's own lines, in the user's own names. The raw facts stay in `Diagnostic.data` for the
-quick fixes and the hover.
-"""
+"""Draft export's report: data-dependent guards, added guards, missing and mismatched fake kernels."""
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from exportlens import fixes, placement, symbols
-from exportlens.model import ERROR, WARNING, Diagnostic, Range, Related
-from exportlens.placement import Frame, SourceLoader
+from exportlens import fixes
+from exportlens.findings import placement, symbols
+from exportlens.findings.context import Context, base, new_diagnostic, outer_related, target_anchor
+from exportlens.findings.placement import Frame
+from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
-from exportlens.source import Source
-
-SEVERITY = {"mismatched-fake-kernel": WARNING}
-
-_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
-_DRAFT_FOOTER = re.compile(r"\n\s*(The error above occurred when calling torch\.export\.export|"
-                           r"If you would like to view|For more information about this error|"
-                           r"To execute this test, run|from user code:).*", re.S)
 
 
-@dataclass
-class Context:
-    """What a target's findings need: the project, a way to read files, where the target is."""
-
-    root: str
-    load: SourceLoader
-    target: str
-    target_file: str
-    target_line: int
-
-    def source(self, path: str) -> Source | None:
-        return self.load(path)
-
-
-def _diag(ctx: Context, file: str, rng: Range, code: str, message: str, *, related: list[Related] | None = None,
-          data: dict[str, Any] | None = None, severity: int | None = None) -> Diagnostic:
-    return Diagnostic(file=file, range=rng, severity=severity or SEVERITY.get(code, ERROR), code=code,
-                      message=message, target=ctx.target, related=related or [], data=data or {})
-
-
-def _base(path: str) -> str:
-    return os.path.basename(path)
-
-
-def _outer_related(ctx: Context, frames: list[Frame], what: str, inner: Frame | None = None) -> list[Related]:
-    """The outer user frames, innermost first, each narrowed to the call of the next frame in."""
-    out = []
-    callee = inner.name if inner is not None else ""
-    for fr in reversed(frames):
-        src = ctx.source(fr.file)
-        if src is not None:
-            rng = placement.call_range(src, fr.line, callee) if callee else placement.statement_range(src, fr.line)
-            out.append(Related(fr.file, rng, f"{what} from here ({fr.name or 'module'})"))
-        callee = fr.name
-    return out
-
-
-def _target_anchor(ctx: Context) -> tuple[str, Range]:
-    src = ctx.source(ctx.target_file)
-    if src is None:
-        return ctx.target_file, Range.of(max(0, ctx.target_line - 1), 0, max(0, ctx.target_line - 1), 0)
-    return ctx.target_file, placement.statement_range(src, ctx.target_line)
-
-
-def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
-    """All diagnostics of one `target` event of the worker."""
-    if event.get("kind") in ("compile", "trace"):
-        from exportlens import findings_compile  # imported here: it imports this module
-
-        return findings_compile.from_compile_event(ctx, event)
-    if "exception" in event:
-        return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
-    if "target_error" in event:
-        file, rng = _target_anchor(ctx)
-        return [_diag(ctx, file, rng, "target-error", f"{event['target_error']}.")]
+def export_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+    """The diagnostics of draft export's report in one export `target` event."""
     out: list[Diagnostic] = []
     for failure in event.get("failures", []):
         if failure.get("xfail"):
@@ -96,12 +30,11 @@ def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
         elif kind in ("MISMATCHED_FAKE_KERNEL",):
             out.extend(fake_kernel(ctx, failure, mismatched=True))
         else:
-            file, rng = _target_anchor(ctx)
-            out.append(_diag(ctx, file, rng, "export-error",
+            file, rng = target_anchor(ctx)
+            out.append(new_diagnostic(ctx, file, rng, "export-error",
                              f"Draft export reported a problem of a kind ExportLens does not know yet ({kind}): "
                              f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data={"raw": failure}))
     return out
-
 
 def _primary(ctx: Context, failure: dict[str, Any]) -> tuple[Frame | None, list[Frame]]:
     frames = placement.user_frames(failure.get("user_stack") or [], ctx.root)
@@ -110,7 +43,6 @@ def _primary(ctx: Context, failure: dict[str, Any]) -> tuple[Frame | None, list[
     if not frames:
         return None, []
     return frames[-1], frames[:-1]
-
 
 def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     frame, outer = _primary(ctx, failure)
@@ -128,9 +60,9 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
         "values": values, "kind": "condition" if is_condition else "value",
     }
     if frame is None:
-        file, rng = _target_anchor(ctx)
+        file, rng = target_anchor(ctx)
         data["placed"] = "target"
-        return [_diag(ctx, file, rng, "data-dependent-guard",
+        return [new_diagnostic(ctx, file, rng, "data-dependent-guard",
                       f"Draft export could not decide `{expr}` (a data-dependent guard) and the stack torch kept "
                       f"has no line of this project. It assumed {result}.", data=data)]
     src = ctx.source(frame.file)
@@ -173,9 +105,8 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
             msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     if occurrences > 1:
         msg += f" Reached {occurrences} times (the first is shown)."
-    return [_diag(ctx, frame.file, rng, "data-dependent-guard", msg,
-                  related=_outer_related(ctx, outer, "called", frame), data=data)]
-
+    return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg,
+                  related=outer_related(ctx, outer, "called", frame), data=data)]
 
 def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     frame, outer = _primary(ctx, failure)
@@ -209,14 +140,13 @@ def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
         related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line),
                                "the dynamic_shapes of this target"))
     if frame is None:
-        file, rng = _target_anchor(ctx)
-        return [_diag(ctx, file, rng, "guard-added", msg, data=data)]
+        file, rng = target_anchor(ctx)
+        return [new_diagnostic(ctx, file, rng, "guard-added", msg, data=data)]
     src = ctx.source(frame.file)
     rng = placement.guard_range(src, frame.line, set())[0] if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
     data["user_line"] = frame.line
-    return [_diag(ctx, frame.file, rng, "guard-added", msg,
-                  related=related + _outer_related(ctx, outer, "called", frame), data=data)]
-
+    return [new_diagnostic(ctx, frame.file, rng, "guard-added", msg,
+                  related=related + outer_related(ctx, outer, "called", frame), data=data)]
 
 def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
     """The `Dim("batch")` name the user gave to input `arg`'s dimension `dim`, if any."""
@@ -229,7 +159,6 @@ def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
         entry = None
     return entry.get("dim") if isinstance(entry, dict) else None
 
-
 def _profile_text(profiles: list[dict[str, Any]]) -> str:
     outs = []
     for p in profiles:
@@ -237,7 +166,6 @@ def _profile_text(profiles: list[dict[str, Any]]) -> str:
         items = out if isinstance(out, list) else [out]
         outs.append(", ".join(f"rank {o['rank']} {o['dtype']}" for o in items if o) or "no tensor")
     return "; ".join(sorted(set(outs)))
-
 
 def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> list[Diagnostic]:
     op = failure.get("op", "")
@@ -287,26 +215,24 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
         advice = (f" Register one with `@{func}.register_fake`." if definition and definition.get("kind") == "custom_op"
                   else f" Register one with `@torch.library.register_fake(\"{qualname}\")`.")
     if not anchors and def_anchor is None and fake_anchor is None:
-        file, rng = _target_anchor(ctx)
+        file, rng = target_anchor(ctx)
         anchors.append((file, rng, "target"))
     everything = anchors + [a for a in (def_anchor, fake_anchor) if a is not None]
     out = []
     for file, rng, role in everything:
         related = [Related(f, r, _role_text(ro, qualname)) for f, r, ro in everything if (f, r) != (file, rng)]
         if role == "definition":
-            msg = head + advice + (f" It is called at {', '.join(_base(f) + ':' + str(r.start.line + 1) for f, r, _ in anchors)}." if anchors else "")
+            msg = head + advice + (f" It is called at {', '.join(base(f) + ':' + str(r.start.line + 1) for f, r, _ in anchors)}." if anchors else "")
         elif role == "fake":
             msg = f"This fake kernel of `{qualname}` is wrong: {detail}; the real output is {real or 'unknown'}."
         else:
             msg = head + advice
-        out.append(_diag(ctx, file, rng, code, msg, related=related, data={**data, "role": role}))
+        out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data={**data, "role": role}))
     return out
-
 
 def _role_text(role: str, qualname: str) -> str:
     return {"call": f"`{qualname}` is called here", "definition": f"`{qualname}` is defined here",
             "fake": f"the fake kernel of `{qualname}`", "target": "the export target"}.get(role, role)
-
 
 def _mismatch_text(reason: str) -> str:
     m = re.search(r"Dtypes (\S+) and (\S+) are not equal", reason)
@@ -316,72 +242,3 @@ def _mismatch_text(reason: str) -> str:
     if m:
         return f"a fake output size is {m.group(1)} where the real one is {m.group(2)}"
     return reason or "metadata differs"
-
-
-def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str | None = None) -> Diagnostic:
-    """An exception raised by draft_export, by the user's code, or while building the target."""
-    chain = exc.get("chain") or []
-    syntax = exc.get("syntax")
-    if syntax and syntax.get("file") and syntax.get("line") and is_user_file(syntax["file"], ctx.root):
-        src = ctx.source(syntax["file"])
-        if src is not None:
-            line = int(syntax["line"])
-            col = max(0, int(syntax.get("col") or 1) - 1)
-            text = src.line(line)
-            start = src.position(line, len(text[:col].encode()))
-            rng = Range(start, src.line_range(line).end if start < src.line_range(line).end else start)
-            return _diag(ctx, syntax["file"], rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
-                         data={"exception_type": "SyntaxError"})
-    frames: list[Frame] = []
-    for link in chain:
-        frames = placement.user_frames(link.get("frames") or [], ctx.root)
-        if frames:
-            break
-    if not frames:  # torch sometimes names the user's line only in its message
-        for m in _FILE_LINE.finditer(exc.get("message", "")):
-            if is_user_file(m["file"], ctx.root):
-                frames = [Frame(m["file"], int(m["line"]))]
-    message = _clean_message(exc.get("message", ""))
-    kind = exc.get("type", "Exception")
-    code = "target-error" if target_error else "export-error"
-    if kind.endswith("SystemExit"):
-        text = f"{target_error or 'The script exited'}."
-    elif target_error:
-        text = f"{target_error[0].upper() + target_error[1:]}: {kind}: {message}"
-    else:
-        text = f"torch.export failed: {kind}: {message}"
-    data = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}
-    if frames:
-        frame = frames[-1]
-        src = ctx.source(frame.file)
-        rng = placement.frame_range(src, frame) if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
-        related = _outer_related(ctx, frames[:-1], "called", frame)
-        if frame.file != ctx.target_file or frame.line != ctx.target_line:
-            tsrc = ctx.source(ctx.target_file)
-            if tsrc is not None and not target_error:
-                related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line), "the export target"))
-        return _diag(ctx, frame.file, rng, code, text, related=related, data=data)
-    file, rng = _target_anchor(ctx)
-    return _diag(ctx, file, rng, code, text, data=data)
-
-
-def _clean_message(message: str, limit: int = 12) -> str:
-    text = _DRAFT_FOOTER.sub("", message).strip()
-    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-    if len(lines) > limit:
-        lines = lines[:limit] + ["…"]
-    return "\n".join(lines) or "(no message)"
-
-
-def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str) -> Diagnostic:
-    file, rng = _target_anchor(ctx)
-    tail = "\n".join(stderr.strip().splitlines()[-8:])
-    if status == "timeout":
-        msg = f"The analysis of this target did not finish: {detail}. Raise exportlens.timeoutSeconds if the model is just slow."
-        code = "worker-timeout"
-    else:
-        msg = f"The worker process running this target crashed: {detail}."
-        code = "worker-crashed"
-    if tail:
-        msg += f"\nLast output:\n{tail}"
-    return _diag(ctx, file, rng, code, msg, data={"detail": detail})

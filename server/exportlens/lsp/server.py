@@ -18,13 +18,13 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from exportlens import __version__
-from exportlens.lsp_actions import Actions
-from exportlens.lsp_convert import lsp_range, path_of
-from exportlens.lsp_hover import hover_markdown
-from exportlens.lsp_progress import problems_text
-from exportlens.lsp_protocol import ExportLensProtocol
-from exportlens.lsp_runs import Runs, RunSummary
-from exportlens.lsp_settings import RUN_ON_SAVE, SECTION, Settings
+from exportlens.lsp.actions import Actions
+from exportlens.lsp.convert import lsp_range, path_of
+from exportlens.lsp.hover import hover_markdown
+from exportlens.lsp.jsonrpc import ExportLensProtocol
+from exportlens.lsp.progress import problems_text
+from exportlens.lsp.runs import Runs, RunSummary
+from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
 
 RUN_COMMAND = "exportlens.runDraftExport"
 SAVE_PROFILES_COMMAND = "exportlens.saveOpProfiles"

@@ -17,13 +17,13 @@ from lsprotocol import types
 from exportlens.model import TargetResult
 
 if TYPE_CHECKING:
-    from pygls.lsp.server import LanguageServer
+    from exportlens.lsp.host import Host
 
 CREATE_TIMEOUT = 5.0
 
 
 class RunProgress:
-    def __init__(self, ls: LanguageServer | None, names: list[str], on_cancel: Callable[[], object] | None = None) -> None:
+    def __init__(self, ls: Host | None, names: list[str], on_cancel: Callable[[], object] | None = None) -> None:
         self.ls = ls
         self.names = names
         self.total = max(1, len(names))
@@ -37,7 +37,7 @@ class RunProgress:
         self.opening: asyncio.Task[None] | None = None
 
     @classmethod
-    def start(cls, ls: LanguageServer, names: list[str], on_cancel: Callable[[], object]) -> RunProgress:
+    def start(cls, ls: Host, names: list[str], on_cancel: Callable[[], object]) -> RunProgress:
         """Progress for a run; `on_cancel` runs if the user cancels it in the client."""
         caps = ls.client_capabilities
         if caps is None or caps.window is None or not caps.window.work_done_progress:

@@ -13,21 +13,19 @@ import asyncio
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
 
 from exportlens import project
 from exportlens.engine import Engine, EngineSettings, FileResult
-from exportlens.lsp_convert import path_of, text_hash, to_lsp, uri_of
-from exportlens.lsp_progress import RunProgress, problems_text
-from exportlens.lsp_textmap import LineMap, line_map
+from exportlens.lsp.convert import path_of, text_hash, to_lsp, uri_of
+from exportlens.lsp.host import Host
+from exportlens.lsp.progress import RunProgress, problems_text
+from exportlens.lsp.textmap import LineMap, line_map
 from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
 from exportlens.source import SourceError, read_source
-
-if TYPE_CHECKING:
-    from exportlens.server import ExportLensServer
 
 
 @dataclass
@@ -74,7 +72,7 @@ def count_problems(diags: list[Diagnostic]) -> int:
 
 
 class Runs:
-    def __init__(self, ls: ExportLensServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
         self._engine: Engine | None = None
         self._engine_python: str | None = None

@@ -13,27 +13,23 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from exportlens.lsp_convert import SOURCE, from_lsp_data, lsp_range, path_of, text_hash, uri_of
+from exportlens.lsp.convert import SOURCE, from_lsp_data, lsp_range, path_of, text_hash, uri_of
+from exportlens.lsp.host import Host
 from exportlens.model import Diagnostic, Fix
-
-if TYPE_CHECKING:
-    from exportlens.server import ExportLensServer
 
 STALE = "The file changed since ExportLens ran: save it to run again, then apply the fix"
 
 
 def _fixes_for() -> Callable[..., list[Fix]] | None:
-    """`quickfix.fixes_for`, or None while that module is absent (then no actions)."""
-    try:
-        from exportlens import quickfix
-    except ImportError:
-        return None
-    return getattr(quickfix, "fixes_for", None)
+    """`registry.fixes_for`, imported on first use: the fix generators are not needed to start the server."""
+    from exportlens.fixes import registry
+
+    return registry.fixes_for
 
 
 Reader = Callable[[str], "str | None"]
@@ -82,7 +78,7 @@ class FixCache:
 
 
 class Actions:
-    def __init__(self, ls: ExportLensServer) -> None:
+    def __init__(self, ls: Host) -> None:
         self.ls = ls
         self.cache = FixCache()
         self.pending: dict[str, asyncio.Future[Any]] = {}
@@ -104,7 +100,7 @@ class Actions:
         def read(path: str) -> str | None:
             if path in snapshot:
                 return snapshot[path]
-            from exportlens.quickfix import read_disk
+            from exportlens.fixes.registry import read_disk
 
             return read_disk(path)
 
@@ -151,7 +147,7 @@ class Actions:
         text, _ = self.ls.runs.current_text(path)
         if text is not None:
             return text
-        from exportlens.quickfix import read_disk
+        from exportlens.fixes.registry import read_disk
 
         return read_disk(path)
 

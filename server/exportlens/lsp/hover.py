@@ -10,7 +10,7 @@ import ast
 import re
 from typing import Any
 
-from exportlens.lsp_convert import doc_url
+from exportlens.lsp.convert import doc_url
 from exportlens.model import Diagnostic
 
 _SYMBOL = re.compile(r"\b([us]\d+)\b")

@@ -1,0 +1,40 @@
+"""From the worker's raw events to placed, deduplicated, readable diagnostics.
+
+One `target` event of the worker (a draft-export report, a compile or trace run, an exception, a
+crash) becomes diagnostics on the user's own lines, in the user's own names. The raw facts stay
+in `Diagnostic.data` for the quick fixes and the hover. This module dispatches; each kind of
+event has its own module: `export`, `compile`, `trace`, `errors`; `placement` and `symbols` turn
+torch's frames and symbols into ranges and source names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exportlens.findings.compile import compile_diagnostics
+from exportlens.findings.context import Context, new_diagnostic, target_anchor
+from exportlens.findings.errors import crash_diagnostic, exception_diagnostic
+from exportlens.findings.export import export_diagnostics
+from exportlens.findings.trace import trace_diagnostics
+from exportlens.model import Diagnostic
+
+__all__ = ["Context", "crash_diagnostic", "from_event"]
+
+
+def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+    """All diagnostics of one `target` event of the worker."""
+    kind = event.get("kind")
+    out: list[Diagnostic] = []
+    if kind == "compile":
+        out.extend(compile_diagnostics(ctx, event))
+    elif kind == "trace":
+        out.extend(trace_diagnostics(ctx, event))
+    if "exception" in event:
+        out.append(exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error")))
+        return out
+    if kind in ("compile", "trace"):
+        return out
+    if "target_error" in event:
+        file, rng = target_anchor(ctx)
+        return [new_diagnostic(ctx, file, rng, "target-error", f"{event['target_error']}.")]
+    return export_diagnostics(ctx, event)

@@ -1,0 +1,206 @@
+"""torch.compile: graph breaks (dynamo's own log records) and recompiles, on the user's lines."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from exportlens import codes
+from exportlens.findings import placement
+from exportlens.findings.context import Context, def_anchor, frame_name, frame_range, is_user, new_diagnostic, site_related, target_anchor
+from exportlens.findings.placement import Frame
+from exportlens.model import ERROR, HINT, Diagnostic, Related
+
+GB_BRANCH, GB_ITEM, GB_BUILTIN, GB_DEEPCOPY = "gb0170", "gb0124", "gb0059", "gb4198"
+_SIZE_GUARD = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)\. "
+                         r"expected (?P<expected>\d+), actual (?P<actual>\d+)")
+
+_VALUE_GUARD = re.compile(r"^(?:L\[')?(?P<name>[A-Za-z_]\w*)(?:'\])? == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
+
+_BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
+
+_UNHELPFUL_HINTS = ("Please report an issue to PyTorch.",)
+
+def compile_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    raw = event.get("compile_findings") or []
+    for finding in raw:
+        if finding.get("type") == "graph-break":
+            out.append(graph_break(ctx, event, finding))
+    by_code: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for finding in raw:
+        if finding.get("type") in ("recompile", "recompile-limit"):
+            code = finding.get("code") or {}
+            by_code.setdefault((str(code.get("file")), int(code.get("line") or 0)), []).append(finding)
+    for group in by_code.values():
+        out.append(recompiles(ctx, event, group))
+    return out
+
+def _compiled_name(event: dict[str, Any]) -> str:
+    return str((event.get("definition") or {}).get("name") or "the compiled function")
+
+def _hints(finding: dict[str, Any]) -> list[str]:
+    return [h for h in finding.get("hints") or [] if h and h not in _UNHELPFUL_HINTS]
+
+def _break_fixes(finding: dict[str, Any], frame: Frame | None, event: dict[str, Any]) -> list[dict[str, Any]]:
+    """Which of the issue's fixes apply to this break, most useful first."""
+    gb = finding.get("gb_id")
+    hints = " ".join(finding.get("hints") or [])
+    fixes: list[dict[str, Any]] = []
+    if gb == GB_BRANCH:
+        fixes.append({"fix": "torch_cond"})
+    elif gb == GB_ITEM or "capture_scalar_outputs" in hints:
+        fixes.append({"fix": "capture_scalar_outputs"})
+        fixes.append({"fix": "torch_check"})
+    elif "reorderable_logging_functions" in hints:
+        m = _BUILTIN.search(finding.get("explanation") or "")
+        fixes.append({"fix": "reorderable_logging", "function": m["name"] if m else "print"})
+    definition = event.get("definition") or {}
+    if frame is not None and frame.name and frame.name != "<module>" and (
+            frame.name != definition.get("name") or os.path.abspath(frame.file) != definition.get("file")):
+        fixes.append({"fix": "compiler_disable", "function": frame.name, "file": frame.file, "line": frame.line})
+    return fixes
+
+def _break_text(finding: dict[str, Any], test: str) -> str:
+    gb = finding.get("gb_id")
+    title = str(finding.get("title") or "an unsupported construct").rstrip(".")
+    explanation = str(finding.get("explanation") or "").split("\n", 1)[0].strip()
+    then = ("With fullgraph=True this is an error: the call raises here." if finding.get("fullgraph")
+            else "It splits the graph here and runs this part in Python.")
+    if gb == GB_BRANCH:
+        what = f"`{test}`" if test else "this condition"
+        return (f"Graph break: {what} depends on a tensor's values, so torch.compile cannot pick a branch "
+                f"while tracing. {then}")
+    if gb == GB_ITEM:
+        return ("Graph break: `.item()` turns a tensor into a Python number, which torch.compile does not "
+                f"capture by default (capture_scalar_outputs=False). {then}")
+    if gb == GB_DEEPCOPY:
+        return f"Graph break: torch.compile cannot trace `copy.deepcopy` of a tensor. {then}"
+    if gb == GB_BUILTIN:
+        m = _BUILTIN.search(explanation)
+        name = m["name"] if m else "this builtin"
+        return f"Graph break: torch.compile cannot put the Python call `{name}(...)` into the graph. {then}"
+    text = f"Graph break: torch.compile cannot trace this ({title})"
+    return text + (f": {explanation}" if explanation and explanation != title else ".") + f" {then}"
+
+def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) -> Diagnostic:
+    frames = placement.user_frames(finding.get("frames") or [], ctx.root)
+    at = finding.get("at") or {}
+    if not frames and is_user(ctx, at.get("file")):
+        frames = [Frame(at["file"], int(at["line"]))]
+    frame = frames[-1] if frames else None
+    test = ""
+    if frame is not None and ctx.source(frame.file) is not None:
+        src = ctx.source(frame.file)
+        assert src is not None
+        file = frame.file
+        if finding.get("gb_id") == GB_BRANCH:  # dynamo's carets also cover the `:` here
+            rng = placement.guard_range(src, frame.line, set())[0]
+        elif frame.col is not None:
+            rng = placement.frame_range(src, frame)
+        else:
+            m = _BUILTIN.search(str(finding.get("explanation") or ""))
+            rng = placement.call_range(src, frame.line, m["name"].split(".")[-1]) if m else \
+                placement.statement_range(src, frame.line)
+        test = src.text_of(rng) if rng.start.line == rng.end.line else ""
+    else:
+        file, rng = target_anchor(ctx)
+    message = _break_text(finding, test)
+    hints = _hints(finding)
+    if hints:
+        message += " Torch suggests: " + " ".join(h if h.endswith(".") else h + "." for h in hints)
+    name = _compiled_name(event)
+    if frame is not None and frame.name not in (name, "<module>"):
+        message += f" (reached from the compiled function `{name}`)"
+    related = [Related(f.file, frame_range(ctx, f), f"called from here ({frame_name(f)})")
+               for f in reversed(frames[:-1])]
+    related += site_related(ctx, "compiled here with torch.compile")
+    fixes = _break_fixes(finding, frame, event)
+    data = {
+        "kind": "graph-break", "gb_id": finding.get("gb_id"), "url": finding.get("url"),
+        "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
+        "hints": finding.get("hints") or [], "torch_location": at, "user_line": frame.line if frame else None,
+        "function": frame.name if frame else None, "compiled": event.get("definition"),
+        "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
+        "compile_options": event.get("compile_options") or {},
+        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes,
+    }
+    if test:
+        data["test_text"] = test
+    diag = new_diagnostic(ctx, file, rng, "graph-break", message, related=related, data=data)
+    if finding.get("fullgraph"):  # the script stops here: not a slowdown but a failure
+        diag.severity = ERROR
+        data["fullgraph"] = True
+    return diag
+
+def what_changed(guard: str) -> dict[str, Any]:
+    """A failed guard in plain words: a tensor dimension, a Python number, or torch's text."""
+    m = _SIZE_GUARD.search(guard)
+    if m:
+        return {"kind": "size", "name": m["name"], "dim": int(m["dim"]), "expected": int(m["expected"]),
+                "actual": int(m["actual"]),
+                "text": f"the size of dimension {m['dim']} of `{m['name']}` changed ({m['expected']} → {m['actual']})",
+                "keeps": f"the size of dimension {m['dim']} of `{m['name']}`"}
+    m = _VALUE_GUARD.match(guard.strip())
+    if m:
+        return {"kind": "value", "name": m["name"], "value": m["value"],
+                "text": f"the Python number `{m['name']}` changed (the code was compiled for {m['value']})",
+                "keeps": f"the value of the Python number `{m['name']}`"}
+    return {"kind": "other", "text": f"the guard `{guard}` failed", "keeps": f"what the guard `{guard}` checks"}
+
+def recompiles(ctx: Context, event: dict[str, Any], group: list[dict[str, Any]]) -> Diagnostic:
+    recs = [f for f in group if f.get("type") == "recompile"]
+    limit = next((f for f in group if f.get("type") == "recompile-limit"), None)
+    code = (group[0].get("code") or {})
+    fn = str(code.get("name") or _compiled_name(event))
+    first = (recs[0]["failures"][0] if recs and recs[0].get("failures") else {"guard": (limit or {}).get("reason", "")})
+    guard = str(first.get("guard") or first.get("reason") or "")
+    if limit is not None and not recs:
+        guard = re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or ""))
+    change = what_changed(guard)
+    anchor = def_anchor(ctx, code) or def_anchor(ctx, event.get("definition")) or target_anchor(ctx)
+    count = len(recs)
+    message = (f"torch.compile recompiled `{fn}` {count} time{'s' if count != 1 else ''}: on the first, "
+               f"{change['text']}.") if count else f"torch.compile stopped compiling `{fn}`."
+    if limit is not None:
+        last = what_changed(re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or "")))
+        message += (f" It then hit {limit.get('config', 'recompile_limit')} ({limit.get('limit')}): "
+                    f"{last['keeps']} keeps changing, so later calls run without compilation.")
+    options = event.get("compile_options") or {}
+    fixes: list[dict[str, Any]] = []
+    if change["kind"] == "size":
+        if options.get("dynamic") is False:
+            fixes.append({"fix": "drop_dynamic_false", "compile_call": {"file": ctx.target_file, "line": ctx.target_line}})
+            message += " The function is compiled with dynamic=False, so every new size compiles again: drop dynamic=False"
+            message += f" or mark dimension {change['dim']} of `{change['name']}` dynamic."
+        else:
+            message += f" Mark dimension {change['dim']} of `{change['name']}` dynamic to compile it once."
+        fixes.append({"fix": "mark_dynamic", "input": change["name"], "dim": change["dim"]})
+    elif change["kind"] == "value":
+        fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
+        message += f" Pass `{change['name']}` as a tensor so a new value does not compile again."
+    related: list[Related] = []
+    calls = [f for f in (recs[0] if recs else limit or {}).get("call_stack") or []]
+    sites = placement.user_frames(calls, ctx.root)
+    if sites:
+        site = sites[-1]
+        related.append(Related(site.file, frame_range(ctx, site), "this call triggered the recompile"))
+    for fr in placement.user_frames(first.get("frames") or [], ctx.root)[-1:]:
+        src = ctx.source(fr.file)
+        if src is not None:
+            related.append(Related(fr.file, placement.statement_range(src, fr.line), "the guarded value is used here"))
+    related += site_related(ctx, "compiled here with torch.compile")
+    data = {
+        "kind": "recompile", "function": fn, "code": code, "recompiles": count, "guard": guard, "change": change,
+        "reasons": [r.get("reason") for r in recs], "limit_hit": limit is not None,
+        "limit": limit.get("limit") if limit else None, "url": codes.RECOMPILATION_URL,
+        "compile_call": {"file": ctx.target_file, "line": ctx.target_line}, "compile_options": options,
+        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes,
+    }
+    diag = new_diagnostic(ctx, anchor[0], anchor[1], "recompile", message, related=related, data=data)
+    if change["kind"] == "size" and count == 1 and limit is None and options.get("dynamic") is not False:
+        # automatic dynamic shapes: one recompile, then the size is dynamic. Expected, so a hint.
+        diag.severity = HINT
+        diag.message += " (This single recompile is torch.compile switching the size to dynamic; it happens once.)"
+    return diag

@@ -1,0 +1,66 @@
+"""What the LSP features need from the server, as protocols: no feature imports `server`.
+
+`Runs` and `Actions` are handed the server as a `Host`; the server satisfies these protocols
+(mypy checks it where it passes itself), so the feature modules depend on this small contract
+and never on the server module, and there is no import circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any, Protocol
+
+from lsprotocol import types
+from pygls.progress import Progress
+from pygls.workspace import Workspace
+
+from exportlens.lsp.settings import Settings
+from exportlens.model import Diagnostic
+
+
+class TextsView(Protocol):
+    """The editor's texts and the published diagnostics, as the runs keep them."""
+
+    def current_text(self, path: str) -> tuple[str | None, int | None]: ...
+
+    def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]: ...
+
+
+class FixWarmer(Protocol):
+    """Computes the quick fixes of fresh diagnostics ahead of the client's request."""
+
+    async def warm(self, paths: list[str]) -> None: ...
+
+
+class Host(Protocol):
+    """The server, as the features see it."""
+
+    settings: Settings
+    open_docs: dict[str, str]
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def client_capabilities(self) -> types.ClientCapabilities: ...
+
+    @property
+    def runs(self) -> TextsView: ...
+
+    @property
+    def actions(self) -> FixWarmer: ...
+
+    @property
+    def work_done_progress(self) -> Progress: ...
+
+    def window_log_message(self, params: types.LogMessageParams) -> None: ...
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None: ...
+
+    def log_worker(self, line: str) -> None: ...
+
+    def background(self, coro: Coroutine[Any, Any, Any]) -> Any: ...
+
+    def refresh_code_lens(self) -> None: ...
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...

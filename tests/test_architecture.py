@@ -1,0 +1,114 @@
+"""The invariants ARCHITECTURE.md states about the package's rooms, checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "server" / "exportlens"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every exportlens module `path` imports, at any level (lazy and TYPE_CHECKING imports too)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "exportlens")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            if base.split(".")[0] != "exportlens":
+                continue
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                out.add(sub if (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists()
+                        or (PACKAGE.parent / sub.replace(".", "/") / "__init__.py").exists() else base)
+    out.discard(name)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_no_import_circle_inside_the_package() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
+
+
+def test_no_lsp_module_at_the_top_level() -> None:
+    assert sorted(p.name for p in PACKAGE.glob("lsp_*.py")) == []
+
+
+def test_only_the_worker_imports_torch() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if "worker" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.split(".")[0] == "torch"]
+    assert offenders == []
+
+
+def test_the_worker_imports_only_itself_and_the_wire_protocol() -> None:
+    allowed = ("exportlens.worker", "exportlens.protocol")
+    bad = {mod: sorted(i for i in deps if not i.startswith(allowed))
+           for mod, deps in _graph().items() if mod.startswith("exportlens.worker")}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_only_lsp_knows_lsp() -> None:
+    """lsprotocol and pygls are imported only under lsp/ (the CLI reaches the server through lsp.server)."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        if "lsp" in path.relative_to(PACKAGE).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.split(".")[0] in ("lsprotocol", "pygls")]
+    assert offenders == []
+
+
+def test_server_cli_findings_and_fixes_run_without_torch() -> None:
+    """Importing every room but the worker leaves torch unloaded (the server must start without it)."""
+    code = ("import sys\n"
+            "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fixes.registry, exportlens.sarif\n"
+            "import exportlens.lsp.server\n"
+            "exportlens.lsp.server.create_server()\n"
+            "print('torch' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
