@@ -22,7 +22,7 @@ import {
 import { chooseInterpreter, describeChoice, InterpreterChoice, interpreterForTrust } from './lib/interpreter';
 import { RestartBudget } from './lib/restartBudget';
 import { serverLaunch } from './lib/serverLaunch';
-import { changeEffect, ExportLensSettings, initializationOptions, parseSettings, settingsForServer } from './lib/settings';
+import { changeEffect, ExportLensSettings, initializationOptions, parseSettings, readRawSettings, settingsForServer } from './lib/settings';
 import { probeMessage, probeTorch } from './lib/torchProbe';
 import { activeInterpreterPath } from './pythonExtension';
 import { NotificationProgressFeature } from './progress';
@@ -138,13 +138,7 @@ export class ServerController implements vscode.Disposable {
 
   private readSettings(): ExportLensSettings {
     const config = vscode.workspace.getConfiguration('exportlens');
-    const raw: Record<string, unknown> = {
-      interpreter: config.get('interpreter'),
-      run: config.get('run'),
-      timeoutSeconds: config.get('timeoutSeconds'),
-      targets: config.get('targets'),
-      'trace.server': config.get('trace.server'),
-    };
+    const raw = readRawSettings((key) => config.get(key));
     const { settings, warnings } = parseSettings(raw);
     for (const w of warnings) {
       this.output.warn(w);

@@ -6,6 +6,7 @@ import pytest
 from conftest import EXAMPLES, SyncEngine, spans
 
 from exportlens.model import ERROR, INFORMATION, WARNING
+from exportlens.sarif import to_sarif
 
 # file → [(file name, line, char, end line, end char, code)], 0-based like LSP
 EXPECTED = {
@@ -134,3 +135,33 @@ def test_library_define_op_is_found_at_its_define_call(engine: SyncEngine) -> No
     definition = next(d for d in diags if d.data["role"] == "definition")
     assert definition.data["definition"]["kind"] == "library" and definition.data["definition"]["line"] == 5
     assert '@torch.library.register_fake("exportlens_demo::twice")' in definition.message
+
+
+# The only results whose level may differ from their rule's default, each for a documented reason.
+DELIBERATE_LEVELS = {
+    ("graph-break", "error"): lambda data: data.get("fullgraph") is True,  # fullgraph=True: the script stops there
+    ("recompile", "note"): lambda data: data.get("recompiles") == 1 and data["change"]["kind"] == "size",  # automatic dynamic
+}
+
+
+def test_sarif_result_levels_equal_their_rules_default_level(engine: SyncEngine) -> None:
+    """One home per fact: a result's level comes from the same table as its rule's default level.
+
+    `mismatched-fake-kernel` once was an error in codes.py and a warning in findings, so SARIF's rule
+    said "error" while its results said "warning".
+    """
+    report = engine.call(engine.engine.check_paths([str(EXAMPLES)]))
+    log = to_sarif(report.to_json(), tool_version="test", root=str(EXAMPLES))
+    (run,) = log["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert len(run["results"]) == len(report.diagnostics)
+    checked = set()
+    for result, diag in zip(run["results"], report.diagnostics, strict=True):
+        rule = rules[result["ruleIndex"]]
+        assert rule["id"] == result["ruleId"] == diag.code
+        if result["level"] != rule["defaultConfiguration"]["level"]:
+            allowed = DELIBERATE_LEVELS.get((diag.code, result["level"]))
+            assert allowed is not None and allowed(diag.data), (diag.code, result["level"], diag.file, diag.range.start.line)
+        checked.add(diag.code)
+    assert {"data-dependent-guard", "guard-added", "missing-fake-kernel", "mismatched-fake-kernel",
+            "graph-break", "recompile", "tracer-warning", "trace-check-failed"} <= checked

@@ -38,6 +38,19 @@ export const MAX_TIMEOUT_SECONDS = 3600;
 /** A target is `path/to/file.py:factory` (factory may be dotted: `module.attr`). */
 export const TARGET_PATTERN = /^[^:]+\.py:[A-Za-z_][A-Za-z0-9_.]*$/;
 
+/**
+ * Every `exportlens.*` setting the client reads, named as package.json's
+ * `contributes.configuration` names them (without the `exportlens.` prefix). The one key list:
+ * `readRawSettings` reads exactly these, and a unit test checks it against package.json.
+ */
+export const SETTING_KEYS = ['interpreter', 'run', 'timeoutSeconds', 'compileBackend', 'targets', 'trace.server'] as const;
+export type SettingKey = (typeof SETTING_KEYS)[number];
+
+/** The raw value of every setting in `SETTING_KEYS`, read through `get` (`getConfiguration('exportlens').get`). */
+export function readRawSettings(get: (key: SettingKey) => unknown): Record<string, unknown> {
+  return Object.fromEntries(SETTING_KEYS.map((key) => [key, get(key)]));
+}
+
 /** Reads one settings object shaped like `workspace.getConfiguration('exportlens')`'s values. */
 export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSettings {
   const warnings: string[] = [];

@@ -13,6 +13,9 @@ from typing import Any
 SECTION = "exportlens"
 RUN_ON_SAVE = "onSave"
 RUN_MANUAL = "manual"
+# Settings package.json declares that only the client reads: VS Code's language client logs the
+# LSP traffic itself for `trace.server`; the server gets nothing to do with it.
+CLIENT_ONLY_KEYS = frozenset({"trace.server"})
 
 
 @dataclass
