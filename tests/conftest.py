@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -19,6 +20,9 @@ sys.path.insert(0, str(ROOT / "server"))
 from exportlens.engine import Engine, EngineSettings, FileResult  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
+# The expected diagnostics of every bundled example, shared with the e2e tests (tests/e2e/expectations.ts).
+EXPECTED_EXAMPLES: dict[str, list[dict[str, Any]]] = json.loads((EXAMPLES / "EXPECTED.json").read_text(encoding="utf-8"))["examples"]
+SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 
 class SyncEngine:
@@ -70,3 +74,20 @@ def spans(result: FileResult) -> list[tuple[str, int, int, int, int, str]]:
          d.range.end.character, d.code)
         for d in result.diagnostics
     ]
+
+
+ExampleSpan = tuple[str, int, int, int, int, str, str]
+
+
+def example_spans(result: FileResult) -> list[ExampleSpan]:
+    """(file relative to examples/, start line, start char, end line, end char, code, severity), as EXPECTED.json has them."""
+    return [
+        (Path(d.file).relative_to(EXAMPLES).as_posix(), d.range.start.line, d.range.start.character, d.range.end.line,
+         d.range.end.character, d.code, SEVERITY_NAMES[d.severity])
+        for d in result.diagnostics
+    ]
+
+
+def expected_example_spans(name: str) -> list[ExampleSpan]:
+    """What EXPECTED.json says checking examples/`name` gives, in `example_spans`' shape."""
+    return [(e["file"], *e["range"], e["code"], e["severity"]) for e in EXPECTED_EXAMPLES[name]]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine, spans
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, SyncEngine, spans
 
 from exportlens import findings
 from exportlens.engine import SourceCache
@@ -111,26 +111,13 @@ def text(d: Diagnostic) -> str:
     return Path(d.file).read_text().splitlines()[d.range.start.line][d.range.start.character:d.range.end.character]
 
 
-# file → [(file name, line, char, end line, end char, code)], 0-based like LSP
+# example file name → sorted [(file name, line, char, end line, end char, code)], 0-based like LSP, from examples/EXPECTED.json
 EXPECTED = {
-    "branch.py": [("branch.py", 8, 11, 8, 22, "graph-break")],
-    "fullgraph_branch.py": [("fullgraph_branch.py", 7, 7, 7, 19, "graph-break")],
-    "item.py": [("item.py", 7, 8, 7, 23, "graph-break")],
-    "print_first.py": [("print_first.py", 6, 4, 6, 24, "graph-break")],
-    "helper_call.py": [("clamp_helpers.py", 6, 7, 6, 24, "graph-break")],
-    "deepcopy_state.py": [("deepcopy_state.py", 9, 12, 9, 28, "graph-break")],
-    "recompile_shapes.py": [("recompile_shapes.py", 6, 4, 6, 10, "recompile")],
-    "recompile_number.py": [("recompile_number.py", 5, 4, 5, 9, "recompile")],
-    "tracer_warnings.py": [
-        ("tracer_warnings.py", 6, 7, 6, 18, "tracer-warning"),  # if x.sum() > 0 (bool conversion)
-        ("tracer_warnings.py", 12, 11, 12, 36, "tracer-warning"),  # torch.rand(...) from the `# path:line:col` suffix
-        ("tracer_warnings.py", 18, 18, 18, 69, "tracer-warning"),  # output mismatch: the trace call
-    ],
-    "check_inputs.py": [
-        ("check_inputs.py", 8, 8, 8, 30, "trace-check-failed"),  # "Trace source location"
-        ("check_inputs.py", 17, 14, 17, 90, "tracer-warning"),  # output mismatch on the check input
-    ],
+    os.path.basename(name): sorted((os.path.basename(d["file"]), *d["range"], d["code"]) for d in diags)
+    for name, diags in EXPECTED_EXAMPLES.items()
+    if name.startswith(("compile/", "trace/"))
 }
+assert sorted(EXPECTED) == sorted(COMPILE + TRACE)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -3,42 +3,28 @@
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES, SyncEngine, spans
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, SyncEngine, example_spans, expected_example_spans, spans
 
 from exportlens.model import ERROR, INFORMATION, WARNING
 from exportlens.sarif import to_sarif
 
-# file → [(file name, line, char, end line, end char, code)], 0-based like LSP
-EXPECTED = {
-    "clean/model.py": [],
-    "constraint/model.py": [("model.py", 8, 11, 8, 26, "guard-added")],
-    "data_dependent/item_branch.py": [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")],
-    "data_dependent/split_sizes.py": [("split_sizes.py", 8, 16, 8, 29, "data-dependent-guard")],
-    "data_dependent/tensor_branch.py": [("tensor_branch.py", 7, 11, 7, 22, "data-dependent-guard")],
-    "factory/build.py": [("build.py", 8, 11, 8, 21, "data-dependent-guard")],
-    "mismatched_fake/model.py": [
-        ("model.py", 6, 4, 6, 13, "mismatched-fake-kernel"),  # the op's definition
-        ("model.py", 11, 4, 11, 5, "mismatched-fake-kernel"),  # the wrong fake function
-        ("model.py", 17, 15, 17, 27, "mismatched-fake-kernel"),  # the call site
-    ],
-    "library_op/model.py": [
-        ("model.py", 4, 0, 4, 70, "missing-fake-kernel"),  # torch.library.define(...)
-        ("model.py", 14, 15, 14, 49, "missing-fake-kernel"),  # torch.ops.exportlens_demo.twice(x)
-    ],
-    "missing_fake/model.py": [
-        ("model.py", 6, 4, 6, 16, "missing-fake-kernel"),  # def nonzero_rows
-        ("model.py", 12, 15, 12, 30, "missing-fake-kernel"),  # nonzero_rows(x)
-    ],
-    "two_files/model.py": [("layers.py", 7, 7, 7, 12, "data-dependent-guard")],
-}
+# compile/ and trace/ examples are checked by tests/test_compile_trace.py, from the same EXPECTED.json.
+EXPORT_EXAMPLES = sorted(k for k in EXPECTED_EXAMPLES if not k.startswith(("compile/", "trace/")))
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_expected_json_covers_every_example_file() -> None:
+    """Every .py under examples/ is checked (a key) or is a helper a checked file's diagnostics land in."""
+    files = {p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*.py")}
+    helpers = {d["file"] for diags in EXPECTED_EXAMPLES.values() for d in diags} - set(EXPECTED_EXAMPLES)
+    assert files == set(EXPECTED_EXAMPLES) | helpers
+
+
+@pytest.mark.parametrize("name", EXPORT_EXAMPLES)
 def test_example_diagnostics(engine: SyncEngine, name: str) -> None:
     result = engine.check(EXAMPLES / name)
-    assert spans(result) == EXPECTED[name]
+    assert example_spans(result) == expected_example_spans(name)
     assert result.targets, "every example declares a target"
-    assert all(t.status == ("ok" if not EXPECTED[name] else "problems") for t in result.targets)
+    assert all(t.status == ("ok" if not EXPECTED_EXAMPLES[name] else "problems") for t in result.targets)
 
 
 def test_messages_speak_the_users_names(engine: SyncEngine) -> None:
@@ -111,7 +97,7 @@ def test_repeated_runs_in_one_zygote_still_resolve_files(engine: SyncEngine) -> 
     first = spans(engine.check(EXAMPLES / "two_files/model.py"))
     for _ in range(2):
         assert spans(engine.check(EXAMPLES / "two_files/model.py")) == first
-        assert spans(engine.check(EXAMPLES / "data_dependent/item_branch.py")) == EXPECTED["data_dependent/item_branch.py"]
+        assert example_spans(engine.check(EXAMPLES / "data_dependent/item_branch.py")) == expected_example_spans("data_dependent/item_branch.py")
 
 
 def test_folder_walk_is_quiet_about_helper_modules(engine: SyncEngine) -> None:

@@ -1,7 +1,7 @@
 /**
- * What the examples workspace must show: each problem kind on its exact line. Lines are found
- * by an anchor text in the file, so an edit to an example moves the expectation with it, and
- * a wrong placement still fails.
+ * What the examples workspace must show: each problem kind on its exact line. The facts (file,
+ * code, severity, range) come from examples/EXPECTED.json, which the Python tests read too; this
+ * file only chooses which examples the workbench opens.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -10,28 +10,56 @@ export interface Expected {
   file: string;
   code: string;
   severity: 'error' | 'warning';
-  /** Text on the expected line (first occurrence); the column is where it starts. */
-  anchor: string;
+  /** 0-based start of the range, as EXPECTED.json (and LSP) count. */
+  start: { line: number; character: number };
   /** The target file whose run publishes this diagnostic, when it is another file (a helper). */
   trigger?: string;
 }
 
-export const EXPECTED: Expected[] = [
-  { file: 'data_dependent/item_branch.py', code: 'data-dependent-guard', severity: 'error', anchor: 'n > 2' },
-  { file: 'data_dependent/tensor_branch.py', code: 'data-dependent-guard', severity: 'error', anchor: 'x.sum() > 0' },
-  { file: 'data_dependent/split_sizes.py', code: 'data-dependent-guard', severity: 'error', anchor: 'x.split(size)' },
-  { file: 'factory/build.py', code: 'data-dependent-guard', severity: 'error', anchor: 'width >= 2' },
-  { file: 'two_files/layers.py', code: 'data-dependent-guard', severity: 'error', anchor: 'k > 3', trigger: 'two_files/model.py' },
-  { file: 'constraint/model.py', code: 'guard-added', severity: 'error', anchor: 'x.shape[0] == 4' },
-  { file: 'missing_fake/model.py', code: 'missing-fake-kernel', severity: 'error', anchor: 'def nonzero_rows' },
-  { file: 'missing_fake/model.py', code: 'missing-fake-kernel', severity: 'error', anchor: 'nonzero_rows(x)' },
-  { file: 'mismatched_fake/model.py', code: 'mismatched-fake-kernel', severity: 'warning', anchor: 'def to_double' },
-  { file: 'mismatched_fake/model.py', code: 'mismatched-fake-kernel', severity: 'warning', anchor: 'def _(x)' },
-  { file: 'mismatched_fake/model.py', code: 'mismatched-fake-kernel', severity: 'warning', anchor: 'to_double(x) + 1' },
-  { file: 'library_op/model.py', code: 'missing-fake-kernel', severity: 'error', anchor: 'torch.library.define(' },
-  { file: 'library_op/model.py', code: 'missing-fake-kernel', severity: 'error', anchor: 'torch.ops.exportlens_demo.twice(x)' },
-  { file: 'compile/branch.py', code: 'graph-break', severity: 'warning', anchor: 'y.sum() > 0' },
+interface ExpectedJson {
+  examples: Record<string, { file: string; code: string; severity: string; range: [number, number, number, number] }[]>;
+}
+
+/** The examples the e2e run opens, in order (the first one is also the trust and fix scenario's file). */
+const SHOWN = [
+  'data_dependent/item_branch.py',
+  'data_dependent/tensor_branch.py',
+  'data_dependent/split_sizes.py',
+  'factory/build.py',
+  'two_files/model.py',
+  'constraint/model.py',
+  'missing_fake/model.py',
+  'mismatched_fake/model.py',
+  'library_op/model.py',
+  'compile/branch.py',
 ];
+
+const EXPECTED_JSON = path.resolve(__dirname, '..', '..', 'examples', 'EXPECTED.json');
+
+function load(): Expected[] {
+  const json = JSON.parse(fs.readFileSync(EXPECTED_JSON, 'utf8')) as ExpectedJson;
+  return SHOWN.flatMap((name) => {
+    const diags = json.examples[name];
+    if (diags === undefined) {
+      throw new Error(`${name} is not in examples/EXPECTED.json`);
+    }
+    return diags.map((d) => {
+      if (d.severity !== 'error' && d.severity !== 'warning') {
+        throw new Error(`${name}: ${d.code} has severity ${d.severity}; the workbench test shows only squiggles`);
+      }
+      const [line, character] = d.range;
+      return {
+        file: d.file,
+        code: d.code,
+        severity: d.severity,
+        start: { line, character },
+        ...(d.file !== name ? { trigger: name } : {}),
+      };
+    });
+  });
+}
+
+export const EXPECTED: Expected[] = load();
 
 /** A file in the workspace copy that records whether ExportLens ever executed it. */
 export const TRUST_PROBE = {
@@ -63,13 +91,12 @@ export interface Located extends Expected {
   column: number; // 1-based
 }
 
+/** The 1-based line and column the workbench shows; the file must exist in the workspace copy. */
 export function locate(workspace: string, e: Expected): Located {
-  const lines = fs.readFileSync(path.join(workspace, e.file), 'utf8').split('\n');
-  const idx = lines.findIndex((l) => l.includes(e.anchor));
-  if (idx < 0) {
-    throw new Error(`anchor ${JSON.stringify(e.anchor)} not found in ${e.file}`);
+  if (!fs.existsSync(path.join(workspace, e.file))) {
+    throw new Error(`${e.file} is not in the workspace ${workspace}`);
   }
-  return { ...e, line: idx + 1, column: (lines[idx] ?? '').indexOf(e.anchor) + 1 };
+  return { ...e, line: e.start.line + 1, column: e.start.character + 1 };
 }
 
 export const KINDS = [...new Set(EXPECTED.map((e) => e.code))];
