@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from exportlens.worker import compat
+
 _STACK_FILE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)')
 
 
@@ -107,7 +109,7 @@ def _real_size(size: Any) -> int | None:
         node = size.node
         env = node.shape_env
         mapping = {**(getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {}) or {}),
-                   **(getattr(env, "real_tensor_prop_unbacked_vals", {}) or {})}
+                   **compat.unbacked_values(env)}
         value = node.expr.xreplace(mapping)
         return int(value) if value.is_number else None
     except Exception:
@@ -198,6 +200,8 @@ def report_failures(ep: Any, defines: dict[str, dict[str, Any]]) -> list[dict[st
         for key in ("expr", "result", "prefix", "op", "reason"):
             if key in data:
                 item[key] = str(data[key])
+        if "result" in item:
+            item["result"] = compat.condition_result(item.get("expr", ""), item["result"])
         if "occurrences" in data:
             item["occurrences"] = int(data["occurrences"])
         item["user_stack"] = _frames(data.get("user_stack"), paths)

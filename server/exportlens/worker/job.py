@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture, compile_watch, trace_watch
+from exportlens.worker import capture, compat, compile_watch, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -38,22 +38,26 @@ class Recorder:
         self.save_profiles = False
         self.count = 0
         self._active = False
+        self.floats: list[dict[str, Any]] = []  # where each unbacked float symbol came from, in order
         self._export = torch.export.export
-        self._draft = torch.export.draft_export
+        self._draft = compat.draft_export(torch.export)
 
     def install(self) -> None:
         torch.export.export = self._record  # type: ignore[assignment]
         torch.export.draft_export = self._record  # type: ignore[assignment]
         self._wrap_define()
-        self._wrap_real_values()
+        if self._draft is not None:
+            self._wrap_real_values()
+            self._wrap_float_symbols()
 
     def _wrap_real_values(self) -> None:
         """Keep the real value draft export saw for each unbacked symbol (`u0` was 4)."""
         from torch.fx.experimental import symbolic_shapes
 
-        original = getattr(symbolic_shapes.ShapeEnv, "set_real_tensor_prop_unbacked_vals", None)
-        if original is None:
+        hook = compat.unbacked_value_hook(symbolic_shapes.ShapeEnv)
+        if hook is None:
             return
+        original = getattr(symbolic_shapes.ShapeEnv, hook)
         values = self.values
 
         def record(env: Any, k: Any, v: Any) -> Any:
@@ -63,7 +67,28 @@ class Recorder:
                 pass
             return original(env, k, v)
 
-        symbolic_shapes.ShapeEnv.set_real_tensor_prop_unbacked_vals = record  # type: ignore[method-assign,assignment]
+        setattr(symbolic_shapes.ShapeEnv, hook, record)
+
+    def _wrap_float_symbols(self) -> None:
+        """Note the user's line of each float `.item()` export meets (`zuf0`, `zuf1`...), so torch ≤ 2.12's
+        float-assert bug (compat.float_item_bug) can be put on that line."""
+        from torch.fx.experimental import symbolic_shapes
+
+        original = getattr(symbolic_shapes.ShapeEnv, "create_unbacked_symfloat", None)
+        if original is None:
+            return
+        floats = self.floats
+
+        def create(env: Any, *args: Any, **kwargs: Any) -> Any:
+            sym = original(env, *args, **kwargs)
+            try:
+                caller = _user_caller()
+                floats.append({"symbol": str(sym), **(caller or {})})
+            except Exception:
+                pass
+            return sym
+
+        symbolic_shapes.ShapeEnv.create_unbacked_symfloat = create  # type: ignore[method-assign,assignment]
 
     def _wrap_define(self) -> None:
         """Remember where each `torch.library` op was defined: torch keeps no location."""
@@ -96,6 +121,8 @@ class Recorder:
         if self._active:  # torch calling export internally
             return self._export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
                                 preserve_module_call_signature=preserve_module_call_signature, **rest)
+        if self._draft is None:
+            return self._unsupported_call(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict, **rest)
         frame = sys._getframe(1)
         file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
         self.count += 1
@@ -103,6 +130,22 @@ class Recorder:
         return self.run(name, file, line, mod, args, kwargs, dynamic_shapes=dynamic_shapes,
                         strict=strict, preserve_module_call_signature=preserve_module_call_signature,
                         prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
+
+    def _unsupported_call(self, mod: Any, args: Any, kwargs: Any, **options: Any) -> Any:
+        """A script's export call on a torch without draft export: say so once per call, then export."""
+        frame = sys._getframe(2)
+        file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
+        self.count += 1
+        self.unsupported(f"export at {os.path.basename(file)}:{line}", file, line)
+        try:
+            return self._export(mod, args, kwargs, **options)
+        except Exception as exc:  # the message said it all: no export-error on top of it
+            exc._exportlens_reported = True  # type: ignore[attr-defined]
+            raise
+
+    def unsupported(self, name: str, file: str, line: int) -> None:
+        self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
+                   "seconds": 0.0, "unsupported": "draft_export", "torch": str(torch.__version__)})
 
     def _save_profiles(self, ep: Any, file: str, line: int) -> dict[str, Any]:
         stem = os.path.splitext(file)[0]
@@ -112,15 +155,24 @@ class Recorder:
     def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None,
             reraise: bool = True, **options: Any) -> Any:
         """draft_export one target and emit its result; re-raise what export raised."""
+        if self._draft is None:
+            self.unsupported(name, file, line)
+            return None
         started = time.perf_counter()
         self._active = True
         self.values.clear()
+        self.floats.clear()
         try:
-            ep = self._draft(mod, args, kwargs, **options)
+            ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
         except Exception as exc:  # draft_export re-raises all but constraint violations
             self.reported.add(id(exc))
-            self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-                       "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc)})
+            event = {"event": "target", "name": name, "file": file, "line": line, "kind": "export",
+                     "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc)}
+            symbol = compat.float_item_bug(exc)
+            if symbol is not None:
+                where = next((f for f in self.floats if f.get("symbol") == symbol), None)
+                event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol, "where": where}
+            self.emit(event)
             if reraise:
                 raise
             return None

@@ -48,8 +48,18 @@ class Child:
 
 
 def _warm_up() -> float:
-    """One tiny draft_export (with a data-dependent branch) pays torch's lazy start-up once."""
+    """One tiny draft_export (with a data-dependent branch) pays torch's lazy start-up once.
+
+    The branch is on an *integer* `.item()`: a float one trips torch ≤ 2.12's constraint-solver bug
+    (compat.float_item_bug). Raises when torch cannot draft-export at all; the caller carries on cold.
+    """
     import torch
+
+    from exportlens.worker import compat
+
+    draft = compat.draft_export(torch.export)
+    if draft is None:
+        raise RuntimeError(f"torch {torch.__version__} has no torch.export.draft_export")
 
     class WarmUp(torch.nn.Module):
         def forward(self, x: Any) -> Any:
@@ -58,9 +68,22 @@ def _warm_up() -> float:
             return x - 1
 
     started = time.perf_counter()
-    torch.export.draft_export(WarmUp(), (torch.ones(2),))
-    _prime_module_cache()
+    try:
+        draft(WarmUp(), (torch.ones(2, dtype=torch.int64),))
+    finally:
+        _prime_module_cache()
     return time.perf_counter() - started
+
+
+def _try_warm_up() -> tuple[float, str | None]:
+    """Warm up, or say why not: a warm-up that fails must not take the worker down (it serves cold)."""
+    started = time.perf_counter()
+    try:
+        return _warm_up(), None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        print(f"exportlens worker: warm-up failed, serving without it: {error}", file=sys.stderr, flush=True)
+        return time.perf_counter() - started, error
 
 
 def _prime_module_cache() -> None:
@@ -443,15 +466,21 @@ def main(argv: list[str]) -> int:
     _child_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
-    warm = 0.0 if "--no-warmup" in argv else _warm_up()
+    warm, warm_error = (0.0, None) if "--no-warmup" in argv else _try_warm_up()
     gc.collect()
     gc.freeze()  # children's collections then skip torch's objects: no copy-on-write storm per job
     zygote = Zygote(protocol)
-    zygote.use_spares = "--no-spare" not in argv and "--no-warmup" not in argv
+    # a spare warms up like the zygote did: where that failed, a spare would only die
+    zygote.use_spares = "--no-spare" not in argv and "--no-warmup" not in argv and warm_error is None
     zygote.fork_spare()
+    from exportlens.worker import compat
+
+    found = compat.probe(torch)
     zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
                  "python": sys.version.split()[0], "import_seconds": round(imported, 3),
-                 "warmup_seconds": round(warm, 3), "fork": zygote.can_fork})
+                 "warmup_seconds": round(warm, 3), "warmup_error": warm_error, "fork": zygote.can_fork,
+                 "compat": found,
+                 "unsupported": None if found["draft_export"] else compat.unsupported_message(str(torch.__version__))})
     zygote.serve(sys.stdin.buffer)
     protocol.flush()
     os._exit(0)  # the server went away: skip torch's ~0.35 s interpreter teardown

@@ -1,0 +1,134 @@
+"""Every difference between the torch releases the worker supports (2.8 up to 2.14), in one place.
+
+Each entry probes the feature itself (is the attribute there, does the signature take the
+parameter, what does the record look like), never the version string, and takes the object to
+probe as an argument so that tests can hand it small stand-ins for old APIs. Nothing here
+imports torch at import time. The docstrings say which releases need the entry and why
+(measured, torch-facts §8).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+MINIMUM_TORCH = "2.8"  # the first release with public torch.export.draft_export
+
+
+def draft_export(export_module: Any) -> Callable[..., Any] | None:
+    """`torch.export.draft_export`, or None where torch has no public draft export.
+
+    Needed by torch ≤ 2.7 because draft export is only private there
+    (`torch.export._draft_export`); those releases are not supported for export targets.
+    """
+    fn = getattr(export_module, "draft_export", None)
+    return fn if callable(fn) else None
+
+
+def unsupported_message(version: str) -> str:
+    """The one message for a torch without draft export (CLI and editor say the same)."""
+    return (f"ExportLens needs torch {MINIMUM_TORCH} or newer for export checks: the worker's torch {version} "
+            f"has no torch.export.draft_export. torch.compile and torch.jit.trace targets are still checked; "
+            f"upgrade torch (pip install 'torch>={MINIMUM_TORCH}') or pick another interpreter to check export targets.")
+
+
+def accepts(fn: Any, name: str) -> bool:
+    """Whether `fn` takes the keyword `name` (or **kwargs).
+
+    Needed by torch 2.8 because its `draft_export` has no `prefer_deferred_runtime_asserts_over_guards`
+    parameter (added in 2.9): passing it raises a TypeError.
+    """
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True  # cannot tell: pass it and let torch say
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def export_options(fn: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without the keywords `fn` does not take, unless the user set them (then torch says why).
+
+    Needed by torch 2.8 (see `accepts`): the worker passes every export keyword on, with its default
+    value when the script did not set it.
+    """
+    return {k: v for k, v in options.items() if accepts(fn, k) or v not in (None, False, (), {})}
+
+
+def unbacked_value_hook(shape_env_cls: Any) -> str | None:
+    """The `ShapeEnv` method through which draft export records an unbacked symbol's real value.
+
+    Needed by torch ≤ 2.10, where it is `set_unbacked_var_to_val` (2.11 renamed it to
+    `set_real_tensor_prop_unbacked_vals`); without it observed values, the "pin the value" fix and
+    hover values are lost.
+    """
+    for name in ("set_real_tensor_prop_unbacked_vals", "set_unbacked_var_to_val"):
+        if callable(getattr(shape_env_cls, name, None)):
+            return name
+    return None
+
+
+def unbacked_values(shape_env: Any) -> dict[Any, Any]:
+    """The real values of unbacked symbols a ShapeEnv holds (`u0` → 4).
+
+    Needed by torch ≤ 2.10, where the dict is `unbacked_var_to_val` (from 2.11
+    `real_tensor_prop_unbacked_vals`).
+    """
+    for name in ("real_tensor_prop_unbacked_vals", "unbacked_var_to_val"):
+        values = getattr(shape_env, name, None)
+        if isinstance(values, dict) and values:
+            return values
+    return {}
+
+
+_RELATION = re.compile(r"^\s*(Eq|Ne|Lt|Le|Gt|Ge|And|Or|Not)\(|(==|!=|<=|>=|<|>)")
+
+
+def condition_result(expr: str, result: str) -> str:
+    """A data-dependent condition's result as 'True'/'False'.
+
+    Needed by torch ≤ 2.11, which records a tensor condition's result as '1'/'0' (`int(real_t)` in
+    fake_tensor.py); the quick fixes key on 'True'/'False'. A value (not a relation) keeps its number.
+    """
+    if result in ("1", "0") and _RELATION.search(expr or ""):
+        return "True" if result == "1" else "False"
+    return result
+
+
+_FLOAT_SOLVER_BUG = re.compile(r"Unknown symbol (?P<symbol>zuf\d+) created by constraints solver")
+
+
+def float_item_bug(exc: BaseException) -> str | None:
+    """The unbacked float symbol (`zuf0`) when `exc` is torch's float-assert solver bug, else None.
+
+    Needed by torch ≤ 2.12: `guard_or_defer_runtime_assert` files the deferred runtime assert of an
+    unbacked *float* symbol (a branch on a float `.item()`) under the wrong key, and the constraint
+    solver then raises `AssertionError: Unknown symbol zuf0 created by constraints solver` (fixed in
+    2.13, which keys by both unbacked int and float).
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, AssertionError):
+            m = _FLOAT_SOLVER_BUG.search(str(cur))
+            if m:
+                return m["symbol"]
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def probe(torch: Any) -> dict[str, Any]:
+    """What the worker found in this torch, for the `ready` event (the server and logs read it)."""
+    draft = draft_export(getattr(torch, "export", None))
+    out: dict[str, Any] = {"draft_export": draft is not None, "minimum": MINIMUM_TORCH}
+    if draft is not None:
+        out["prefer_deferred_runtime_asserts"] = accepts(draft, "prefer_deferred_runtime_asserts_over_guards")
+        try:
+            from torch.fx.experimental import symbolic_shapes
+
+            out["unbacked_value_hook"] = unbacked_value_hook(symbolic_shapes.ShapeEnv)
+        except Exception:
+            out["unbacked_value_hook"] = None
+    return out
