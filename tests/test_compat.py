@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLES, SyncEngine, spans
+
 from exportlens.engine import EngineSettings
 from exportlens.worker import compat
 
@@ -152,3 +153,90 @@ def test_a_failing_warm_up_leaves_the_zygote_serving(tmp_path: Path, monkeypatch
         assert eng.engine.worker.info["pid"] == pid
     finally:
         eng.close()
+
+
+# -- what older releases report, placed and told like 2.13's findings (server side, no torch) -----
+
+FLOAT_BRANCH = '''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        s = x.sum().item()
+        if s > 0:
+            return x + 1
+        return x - 1
+'''
+
+SPLIT = '''import torch
+
+
+class Chunker(torch.nn.Module):
+    def forward(self, x, n):
+        size = n.item()
+        parts = x.split(size)
+        return parts[0] * 2
+'''
+
+
+def _context(project: Path, path: Path) -> Any:
+    from exportlens.engine import SourceCache
+    from exportlens.findings import Context
+
+    return Context(str(project), SourceCache(), "model", str(path), 1)
+
+
+def test_float_item_bug_of_torch_2_12_is_explained_on_the_branch(project: Path) -> None:
+    from exportlens import findings
+
+    path = project / "float_branch.py"
+    path.write_text(FLOAT_BRANCH)
+    event = {  # what the worker sends on torch <= 2.12 (measured on 2.8.0 and 2.12.1)
+        "event": "target", "name": "model", "file": str(path), "line": 1, "kind": "export", "seconds": 0.1,
+        "exception": {"type": "AssertionError", "message": "Unknown symbol zuf0 created by constraints solver",
+                      "chain": [], "syntax": None},
+        "torch_bug": {"kind": "float-item-assert", "symbol": "zuf0",
+                      "created": {"symbol": "zuf0", "file": str(path), "line": 6},
+                      "branch": {"symbol": "zuf0", "expr": "zuf0 > 0.0", "file": str(path), "line": 7}},
+    }
+    [d] = findings.from_event(_context(project, path), event)
+    assert (d.code, d.range.start.line, d.range.start.character) == ("data-dependent-guard", 6, 11)
+    assert "torch 2.13" in d.message and "int(...)" in d.message and "Traceback" not in d.message
+    assert [r.range.start.line for r in d.related] == [5]
+
+
+def test_split_asked_as_eq_zero_prefers_pinning(project: Path) -> None:
+    from exportlens import findings
+    from exportlens.fixes import registry as quickfix
+
+    path = project / "split.py"
+    path.write_text(SPLIT)
+    failure = {  # torch <= 2.12 asks `Eq(u0, 0)` first inside x.split(size)
+        "type": "DATA_DEPENDENT_ERROR", "expr": "Eq(u0, 0)", "result": "False", "occurrences": 3,
+        "user_stack": [{"file": str(path), "line": 7, "name": "forward", "loc": "parts = x.split(size)"}],
+        "frame_locals": {"loc": "parts = x.split(size)", "locals": {"size": ["u0"]}, "symbols": {}},
+        "symbol_to_sources": {},
+    }
+    event = {"event": "target", "name": "model", "file": str(path), "line": 1, "kind": "export", "seconds": 0.1,
+             "failures": [failure], "values": {"u0": 4}}
+    [d] = findings.from_event(_context(project, path), event)
+    assert d.data["pin"] == "size == 4" and "torch._check(size == 4)" in d.message
+    quickfix.attach([d])
+    assert [(f.title.split(":")[0], f.is_preferred) for f in d.fixes] == [
+        ("Pin the value", True), ("Add `torch._check(size != 0)` (settles only this first question)", False)]
+
+
+@pytest.mark.parametrize(("title", "gb_id", "kind"), [
+    ("Data-dependent branching", None, "branch"),  # 2.8-2.10 log it without an id
+    ("Data-dependent branching", "gb0170", "branch"),
+    ("copy.deepcopy()", "gb0179", "deepcopy"),  # 2.10/2.11
+    ("Attempted to copy.deepcopy a tensor", "gb4198", "deepcopy"),  # 2.12+
+    ("Unsupported Tensor.item() call with capture_scalar_outputs=False", None, "item"),
+    ("Failed to trace builtin operator", None, "builtin"),
+    ("Something new", "gb0170", "branch"),  # an unknown title still has its id
+    ("Something new", None, None),
+])
+def test_graph_breaks_are_told_apart_by_title(title: str, gb_id: str | None, kind: str | None) -> None:
+    from exportlens.findings.compile import break_kind
+
+    assert break_kind({"title": title, "gb_id": gb_id}) == kind

@@ -12,7 +12,20 @@ from exportlens.findings.context import Context, def_anchor, frame_name, frame_r
 from exportlens.findings.placement import Frame
 from exportlens.model import ERROR, HINT, Diagnostic, Related
 
-GB_BRANCH, GB_ITEM, GB_BUILTIN, GB_DEEPCOPY = "gb0170", "gb0124", "gb0059", "gb4198"
+# Graph breaks are told apart by their gb_type title, the same from torch 2.8 to 2.14; the ids are
+# not (2.8 logs none, 2.9/2.10 log the data-dependent branch without one, and a deepcopy of a tensor
+# is gb0179 "copy.deepcopy()" before 2.12's gb4198). Ids stay in `data` when torch gives them.
+BRANCH, ITEM, BUILTIN, DEEPCOPY = "branch", "item", "builtin", "deepcopy"
+_KIND_BY_TITLE = {
+    "Data-dependent branching": BRANCH,
+    "Unsupported Tensor.item() call with capture_scalar_outputs=False": ITEM,
+    "Failed to trace builtin operator": BUILTIN,
+    "Attempted to copy.deepcopy a tensor": DEEPCOPY,
+    "copy.deepcopy()": DEEPCOPY,
+}
+_KIND_BY_ID = {"gb0170": BRANCH, "gb0124": ITEM, "gb0059": BUILTIN, "gb4198": DEEPCOPY, "gb0179": DEEPCOPY}
+_CALLEE = {ITEM: "item", DEEPCOPY: "deepcopy"}  # where dynamo gives no columns (torch ≤ 2.12)
+
 _SIZE_GUARD = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)\. "
                          r"expected (?P<expected>\d+), actual (?P<actual>\d+)")
 
@@ -43,14 +56,21 @@ def _compiled_name(event: dict[str, Any]) -> str:
 def _hints(finding: dict[str, Any]) -> list[str]:
     return [h for h in finding.get("hints") or [] if h and h not in _UNHELPFUL_HINTS]
 
+
+def break_kind(finding: dict[str, Any]) -> str | None:
+    """Which known graph break this is: by torch's title, else by its gb id."""
+    title = str(finding.get("title") or "").strip()
+    return _KIND_BY_TITLE.get(title) or _KIND_BY_TITLE.get(title.rstrip(".")) or _KIND_BY_ID.get(str(finding.get("gb_id")))
+
+
 def _break_fixes(finding: dict[str, Any], frame: Frame | None, event: dict[str, Any]) -> list[dict[str, Any]]:
     """Which of the issue's fixes apply to this break, most useful first."""
-    gb = finding.get("gb_id")
+    kind = break_kind(finding)
     hints = " ".join(finding.get("hints") or [])
     fixes: list[dict[str, Any]] = []
-    if gb == GB_BRANCH:
+    if kind == BRANCH:
         fixes.append({"fix": "torch_cond"})
-    elif gb == GB_ITEM or "capture_scalar_outputs" in hints:
+    elif kind == ITEM or "capture_scalar_outputs" in hints:
         fixes.append({"fix": "capture_scalar_outputs"})
         fixes.append({"fix": "torch_check"})
     elif "reorderable_logging_functions" in hints:
@@ -63,21 +83,21 @@ def _break_fixes(finding: dict[str, Any], frame: Frame | None, event: dict[str, 
     return fixes
 
 def _break_text(finding: dict[str, Any], test: str) -> str:
-    gb = finding.get("gb_id")
+    kind = break_kind(finding)
     title = str(finding.get("title") or "an unsupported construct").rstrip(".")
     explanation = str(finding.get("explanation") or "").split("\n", 1)[0].strip()
     then = ("With fullgraph=True this is an error: the call raises here." if finding.get("fullgraph")
             else "It splits the graph here and runs this part in Python.")
-    if gb == GB_BRANCH:
+    if kind == BRANCH:
         what = f"`{test}`" if test else "this condition"
         return (f"Graph break: {what} depends on a tensor's values, so torch.compile cannot pick a branch "
                 f"while tracing. {then}")
-    if gb == GB_ITEM:
+    if kind == ITEM:
         return ("Graph break: `.item()` turns a tensor into a Python number, which torch.compile does not "
                 f"capture by default (capture_scalar_outputs=False). {then}")
-    if gb == GB_DEEPCOPY:
+    if kind == DEEPCOPY:
         return f"Graph break: torch.compile cannot trace `copy.deepcopy` of a tensor. {then}"
-    if gb == GB_BUILTIN:
+    if kind == BUILTIN:
         m = _BUILTIN.search(explanation)
         name = m["name"] if m else "this builtin"
         return f"Graph break: torch.compile cannot put the Python call `{name}(...)` into the graph. {then}"
@@ -95,10 +115,13 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
         src = ctx.source(frame.file)
         assert src is not None
         file = frame.file
-        if finding.get("gb_id") == GB_BRANCH:  # dynamo's carets also cover the `:` here
+        kind = break_kind(finding)
+        if kind == BRANCH:  # dynamo's carets also cover the `:` here
             rng = placement.guard_range(src, frame.line, set())[0]
         elif frame.col is not None:
             rng = placement.frame_range(src, frame)
+        elif kind in _CALLEE:
+            rng = placement.call_range(src, frame.line, _CALLEE[kind])
         else:
             m = _BUILTIN.search(str(finding.get("explanation") or ""))
             rng = placement.call_range(src, frame.line, m["name"].split(".")[-1]) if m else \
@@ -118,7 +141,7 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
     related += site_related(ctx, "compiled here with torch.compile")
     fixes = _break_fixes(finding, frame, event)
     data = {
-        "kind": "graph-break", "gb_id": finding.get("gb_id"), "url": finding.get("url"),
+        "kind": "graph-break", "break": break_kind(finding), "gb_id": finding.get("gb_id"), "url": finding.get("url"),
         "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
         "hints": finding.get("hints") or [], "torch_location": at, "user_line": frame.line if frame else None,
         "function": frame.name if frame else None, "compiled": event.get("definition"),

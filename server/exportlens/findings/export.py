@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import Any
 
 from exportlens import fixes
 from exportlens.findings import placement, symbols
-from exportlens.findings.context import Context, base, new_diagnostic, outer_related, target_anchor
+from exportlens.findings.context import Context, base, is_user, new_diagnostic, outer_related, target_anchor
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
@@ -100,13 +101,71 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
         msg = (f"Draft export could not decide `{spelled}`: the value comes from a tensor's data "
                f"(torch saw `{expr}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
                f"so the exported program assumes that and asserts it at run time.")
-        if source_expr and not unmapped:
+        pin = _pin_inside_call(test, names, values) if source_expr and not unmapped else None
+        if pin and source_expr:
+            # torch ≤ 2.12 asks `Eq(u0, 0)` first inside `x.split(n)`: stating only that is not enough,
+            # the call then needs the value itself (torch-facts §8); pinning works on every release
+            data["pin"] = pin
+            taken = source_expr if result != "False" else fixes.negate(source_expr)
+            msg += (f" Torch asked this inside the call `{test}`, which needs more than this one fact: pin the value "
+                    f"with `torch._check({pin})` (the program then accepts only that value); "
+                    f"`torch._check({taken})` alone settles only this first question.")
+        elif source_expr and not unmapped:
             msg += f" Add `torch._check({source_expr if result != 'False' else fixes.negate(source_expr)})` above this line to state the assumption"
             msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     if occurrences > 1:
         msg += f" Reached {occurrences} times (the first is shown)."
     return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg,
                   related=outer_related(ctx, outer, "called", frame), data=data)]
+
+def _pin_inside_call(test: str, names: dict[str, str], values: dict[str, Any]) -> str | None:
+    """`n == 4` when torch asked a condition inside a call (`x.split(n)`, not an `if`) whose values it saw."""
+    try:
+        node = ast.parse(test.strip(), mode="eval").body if test.strip() else None
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call) or not values:
+        return None
+    pins = [f"{names[s]} == {v}" for s, v in sorted(values.items()) if s in names and isinstance(v, int)]
+    return " and ".join(pins) if len(pins) == len(values) else None
+
+
+def float_item_bug(ctx: Context, event: dict[str, Any]) -> Diagnostic:
+    """torch ≤ 2.12 cannot export a branch on a float `.item()`: say that, on the branch, not the AssertionError."""
+    bug = event["torch_bug"]
+    symbol = str(bug.get("symbol") or "zuf0")
+    branch, created = bug.get("branch") or {}, bug.get("created") or {}
+    data: dict[str, Any] = {"torch_bug": "float-item-assert", "symbol": symbol, "expr": branch.get("expr"),
+                            "exception_type": (event.get("exception") or {}).get("type"),
+                            "exception_message": str((event.get("exception") or {}).get("message", ""))[:4000]}
+    place = branch if _placeable(ctx, branch) else created if _placeable(ctx, created) else None
+    test = ""
+    if place is not None:
+        src = ctx.source(place["file"])
+        assert src is not None
+        file, rng = place["file"], placement.guard_range(src, int(place["line"]), set())[0]
+        test = src.text_of(rng) if rng.start.line == rng.end.line else ""
+        data["user_line"] = int(place["line"])
+    else:
+        file, rng = target_anchor(ctx)
+    what = f"`{test}`" if test and place is branch else "a condition"
+    msg = (f"Draft export could not decide {what}: it depends on a float read out of a tensor (`.item()` of a float "
+           f"tensor; torch saw `{branch.get('expr') or symbol}`), and this torch fails on that: its constraint solver "
+           f"raises `AssertionError: Unknown symbol {symbol} created by constraints solver`, a bug of torch 2.12 and "
+           f"older (fixed in 2.13). Branch on an integer instead (`int(...)`, or `.item()` of an integer tensor), "
+           f"rewrite the branch with torch.cond, or upgrade to torch 2.13 or newer.")
+    related = []
+    if place is branch and _placeable(ctx, created):
+        src = ctx.source(created["file"])
+        assert src is not None
+        related.append(Related(created["file"], placement.call_range(src, int(created["line"]), "item"),
+                               "the float value comes from here"))
+    return new_diagnostic(ctx, file, rng, "data-dependent-guard", msg, related=related, data=data)
+
+
+def _placeable(ctx: Context, where: dict[str, Any]) -> bool:
+    return bool(where.get("line")) and is_user(ctx, where.get("file"))
+
 
 def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     frame, outer = _primary(ctx, failure)

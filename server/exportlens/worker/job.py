@@ -90,6 +90,22 @@ class Recorder:
 
         symbolic_shapes.ShapeEnv.create_unbacked_symfloat = create  # type: ignore[method-assign,assignment]
 
+        defer = getattr(symbolic_shapes.ShapeEnv, "guard_or_defer_runtime_assert", None)
+        if defer is None:
+            return
+
+        def guard(env: Any, expr: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                names = sorted(str(s) for s in getattr(expr, "free_symbols", ()) if str(s).startswith("zuf"))
+                if names:
+                    caller = _user_caller()
+                    floats.extend({"symbol": n, "expr": str(expr), "branch": True, **(caller or {})} for n in names)
+            except Exception:
+                pass
+            return defer(env, expr, *args, **kwargs)
+
+        symbolic_shapes.ShapeEnv.guard_or_defer_runtime_assert = guard  # type: ignore[method-assign,assignment]
+
     def _wrap_define(self) -> None:
         """Remember where each `torch.library` op was defined: torch keeps no location."""
         lib_define = torch.library.Library.define
@@ -170,8 +186,10 @@ class Recorder:
                      "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc)}
             symbol = compat.float_item_bug(exc)
             if symbol is not None:
-                where = next((f for f in self.floats if f.get("symbol") == symbol), None)
-                event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol, "where": where}
+                mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
+                event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol,
+                                      "created": next((f for f in mine if not f.get("branch")), None),
+                                      "branch": next((f for f in mine if f.get("branch")), None)}
             self.emit(event)
             if reraise:
                 raise
