@@ -240,3 +240,37 @@ def test_graph_breaks_are_told_apart_by_title(title: str, gb_id: str | None, kin
     from exportlens.findings.compile import break_kind
 
     assert break_kind({"title": title, "gb_id": gb_id}) == kind
+
+
+# -- a torch without draft_export: one clear message, one zygote --------------------------------
+
+def test_torch_without_draft_export_gets_one_message(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from old_torch import STARTS_ENV, VERSION, make_project, make_venv
+
+    python = make_venv(tmp_path / "old-torch-standin")
+    proj = make_project(tmp_path / "proj")
+    starts = tmp_path / "starts.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), STARTS_ENV: str(starts)}
+
+    def check(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "exportlens", "check", str(proj), "--python", str(python), *extra],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    out = check()
+    assert out.returncode == 2, out.stderr
+    said = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(said) == 1 and VERSION in said[0] and "2.8" in said[0] and "draft_export" in said[0]
+    assert "Traceback" not in out.stderr + out.stdout
+    assert out.stdout.strip().splitlines()[-1].endswith(f"torch {VERSION})")
+    assert out.stdout.startswith("0 problems in 3 targets")
+    assert len(starts.read_text().splitlines()) == 1  # one zygote for both files, never one per file
+
+    doc = json.loads(check("--format", "json").stdout)
+    assert doc["torch"] == VERSION and VERSION in doc["unsupported"]
+    assert doc["diagnostics"] == [] and {t["status"] for t in doc["targets"]} == {"unsupported"}

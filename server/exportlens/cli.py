@@ -119,6 +119,9 @@ def run_check(args: argparse.Namespace) -> int:
         print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=root), indent=2, ensure_ascii=False))
     else:
         print(format_text(report, seconds))
+    if report.unsupported:  # one message for the whole run, whatever the number of export targets
+        print(f"exportlens: {report.unsupported}", file=sys.stderr)
+        return 2
     broken = [d for d in report.diagnostics if d.code == "worker-crashed" and "could not start its worker" in d.message]
     if broken:
         return 2

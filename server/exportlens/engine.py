@@ -91,6 +91,12 @@ class Engine:
     def torch_version(self) -> str:
         return str(self.worker.info.get("torch", "unknown"))
 
+    @property
+    def unsupported(self) -> str | None:
+        """The worker's message when its torch has no draft_export (export targets are skipped), else None."""
+        message = self.worker.info.get("unsupported")
+        return str(message) if message else None
+
     async def start(self) -> dict[str, Any]:
         return await self.worker.start()
 
@@ -153,6 +159,8 @@ class Engine:
                     got = findings.from_event(ctx, event)
                     raw.extend(got)
                     status = "error" if "exception" in event or "target_error" in event else ("problems" if got else "ok")
+                    if event.get("unsupported"):
+                        status = "unsupported"
                     tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"),
                                       status, float(event.get("seconds", 0.0)))
                     result.targets.append(tr)
@@ -202,6 +210,7 @@ class Engine:
         report.diagnostics.sort(key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
         if self.worker.info:
             report.torch_version = self.torch_version
+            report.unsupported = self.unsupported
         return report
 
 

@@ -147,7 +147,7 @@ class TargetResult:
     file: str
     line: int  # 1-based, as in the JSON output
     kind: str  # "export" | "compile" | "trace"
-    status: str  # "ok" | "problems" | "error" | "timeout" | "crashed"
+    status: str  # "ok" | "problems" | "error" | "timeout" | "crashed" | "unsupported" (torch has no draft_export)
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
@@ -172,11 +172,15 @@ class Report:
     torch_version: str
     targets: list[TargetResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    unsupported: str | None = None  # the worker's torch cannot draft-export: the one message saying so
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "version": SCHEMA_VERSION,
             "torch": self.torch_version,
             "targets": [t.to_json() for t in self.targets],
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
+        if self.unsupported:
+            out["unsupported"] = self.unsupported
+        return out

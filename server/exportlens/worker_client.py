@@ -16,6 +16,7 @@ from typing import Any
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READY_TIMEOUT = 180.0
+RETRY_START_AFTER = 30.0  # a zygote that failed to start is not started again for every file of a check
 
 
 class WorkerUnavailable(Exception):
@@ -37,6 +38,7 @@ class WorkerClient:
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr_tail: list[str] = []
         self._owner: dict[str, asyncio.subprocess.Process] = {}  # job → the zygote it was sent to
+        self._failed: tuple[float, WorkerUnavailable] | None = None  # the last failed start, and when
 
     @property
     def running(self) -> bool:
@@ -47,28 +49,43 @@ class WorkerClient:
         async with self._start_lock:
             if self.running and self._ready is not None and self._ready.done() and not self._ready.exception():
                 return self._ready.result()
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-            env.setdefault("PYTHONUNBUFFERED", "1")
-            args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
-            try:
-                self._proc = await asyncio.create_subprocess_exec(
-                    *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-                )
-            except OSError as exc:
-                raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
             loop = asyncio.get_running_loop()
-            self._ready = loop.create_future()
-            self._stderr_tail = []
-            self._tasks = [loop.create_task(self._read_events(self._proc, self._ready)),
-                           loop.create_task(self._read_stderr(self._proc))]
+            if self._failed is not None and loop.time() - self._failed[0] < RETRY_START_AFTER:
+                raise self._failed[1]
             try:
-                self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
-            except TimeoutError as exc:
-                await self.close()
-                raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
-            return self.info
+                info = await self._start()
+            except WorkerUnavailable as exc:
+                self._failed = (loop.time(), exc)
+                raise
+            self._failed = None
+            return info
+
+    async def _start(self) -> dict[str, Any]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+            )
+        except OSError as exc:
+            raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._stderr_tail = []
+        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready)),
+                       loop.create_task(self._read_stderr(self._proc))]
+        try:
+            self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
+        except TimeoutError as exc:
+            await self.close()
+            raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
+        except WorkerUnavailable:
+            await self._forget()
+            raise
+        return self.info
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None

@@ -104,6 +104,7 @@ class Runs:
         try:
             info = await self.engine().start()
             self.ls.log(f"worker ready: torch {info.get('torch', '?')}")
+            self.ls.tell_unsupported(info.get("unsupported"))
         except Exception as exc:  # reported as a diagnostic when a run needs it
             self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
 
@@ -173,6 +174,7 @@ class Runs:
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
             result = await engine.check_file(path, explicit=explicit, on_target=progress.target)
+            self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
                 superseded = self.generation.get(path) != gen

@@ -59,6 +59,7 @@ class ExportLensServer(LanguageServer):
         self.settings = Settings()
         self.trusted = True
         self.told_untrusted = False
+        self.told_unsupported = False  # "this torch has no draft_export" is said once per server start
         self.open_docs: dict[str, str] = {}  # path → the URI the client uses for it
         self.runs = Runs(self)
         self.actions = Actions(self)
@@ -116,6 +117,12 @@ class ExportLensServer(LanguageServer):
         if not self.told_untrusted:
             self.told_untrusted = True
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=UNTRUSTED_MESSAGE))
+
+    def tell_unsupported(self, message: str | None) -> None:
+        """The worker's torch cannot draft-export: one notification per server start, then quiet."""
+        if message and not self.told_unsupported:
+            self.told_unsupported = True
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
     async def pull_settings(self) -> None:
         caps = self.client_capabilities
