@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint pytest bench clean
+.PHONY: run test lint pytest bench compat clean
 
 include make/extension.mk
 
@@ -35,6 +35,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/server_startup.py
 	$(BIN)/python bench/server_code_action.py
 	$(BIN)/python bench/server_save.py
+
+## make compat: findings on torch 2.8 / 2.10 / 2.12 / 2.14.1 against the pinned torch (a report, not a test;
+## venvs of a few GB each are built once into ${XDG_CACHE_HOME:-~/.cache}/exportlens/compat/)
+compat: $(STAMP)
+	$(BIN)/python bench/compat.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
