@@ -3,16 +3,21 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The library example's own library, installed (not editable) so its files live in site-packages.
+MINILIB := examples/library_project/libsrc
+MINILIB_FILES := $(MINILIB)/pyproject.toml $(wildcard $(MINILIB)/minilib/*.py)
 
 .PHONY: run test lint pytest bench compat clean
 
 include make/extension.mk
 
-$(STAMP): pyproject.toml requirements-dev.txt
+$(STAMP): pyproject.toml requirements-dev.txt $(MINILIB_FILES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e . -r requirements-dev.txt
+	$(BIN)/pip install -q --force-reinstall --no-deps ./$(MINILIB)
+	rm -rf $(MINILIB)/build $(MINILIB)/minilib.egg-info
 	touch $@
 
 ## make run: install, then run ExportLens on the bundled examples (problems found exit 1: expected)

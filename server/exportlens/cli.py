@@ -14,6 +14,9 @@ from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Report
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+# Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
+# CPU; the editor keeps its own, shorter default (`exportlens.timeoutSeconds`).
+DEFAULT_TIMEOUT = 600.0
 
 
 def _display_path(path: str) -> str:
@@ -48,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    check.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per file (default 120)")
+    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                       help=f"seconds per file (default {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
     check.add_argument("--jobs", type=int, default=2, metavar="N", help="files analysed at once (default 2)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     check.add_argument("--compile-backend", default="eager", choices=("eager", "aot_eager", "inductor"),
@@ -66,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
-                              compile_backend=args.compile_backend, jobs=args.jobs)
+                              compile_backend=args.compile_backend, jobs=args.jobs, timeout_knob="--timeout")
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     started = time.perf_counter()

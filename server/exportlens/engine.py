@@ -15,7 +15,7 @@ from typing import Any
 
 from exportlens import findings, project, targets
 from exportlens.findings import placement
-from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
+from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.source import Source, SourceError, read_source
 from exportlens.worker_client import WorkerClient, WorkerUnavailable
 
@@ -29,6 +29,7 @@ class EngineSettings:
     warmup: bool = True
     jobs: int = 2  # files analysed at once by a folder check (each job is its own process)
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
+    timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
 
 
 @dataclass
@@ -65,10 +66,10 @@ _ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-ti
 
 def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One finding per user line and code; occurrences add up."""
-    merged: dict[tuple[str, int, str, str], Diagnostic] = {}
+    merged: dict[tuple[str, int, str, str, str, int], Diagnostic] = {}
     for d in diags:
         distinct = d.message if d.code in _ONE_PER_MESSAGE else ""
-        key = (d.file, d.range.start.line, d.code, distinct)
+        key = (d.file, d.range.start.line, d.code, distinct, *_library_line(d))  # two library lines stay two
         first = merged.get(key)
         if first is None:
             merged[key] = d
@@ -79,7 +80,12 @@ def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
         for rel in d.related:
             if rel not in first.related:
                 first.related.append(rel)
-    return sorted(merged.values(), key=lambda d: (d.file, d.range.start, d.code))
+    return sorted(merged.values(), key=lambda d: (d.file, d.range.start, d.code, *_library_line(d)))
+
+
+def _library_line(d: Diagnostic) -> tuple[str, int]:
+    inside = d.data.get("library_frame") or {}
+    return str(inside.get("file") or ""), int(inside.get("line") or 0)
 
 
 class Engine:
@@ -130,8 +136,12 @@ class Engine:
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
                          on_target: Callable[[TargetResult], None] | None = None,
+                         on_phase: Callable[[str, str], None] | None = None,
                          save_op_profiles: bool = False) -> FileResult:
-        """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk)."""
+        """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk).
+
+        `on_phase(phase, target)` is told what the job is doing (importing, building the model, exporting).
+        """
         path = os.path.abspath(path)
         result = FileResult(path)
         src, found, diags, root = self.plan(path, text)
@@ -150,15 +160,23 @@ class Engine:
         job["save_op_profiles"] = save_op_profiles
         seen: set[str] = set()
         raw: list[Diagnostic] = []
+        partial: dict[str, dict[str, Any]] = {}  # target → what torch recorded so far (streamed findings)
         started = time.perf_counter()
         try:
             async for event in self.worker.run(job, timeout=self.settings.timeout, memory_mb=self.settings.memory_mb):
                 kind = event.get("event")
-                if kind == "target":
+                if kind == "finding":
+                    _add_partial(partial, event)
+                elif kind == "phase":
+                    if on_phase:
+                        on_phase(str(event.get("phase") or ""), str(event.get("target") or ""))
+                elif kind == "target":
+                    partial.pop(str(event.get("name")), None)  # the complete report supersedes the stream
                     ctx = findings.Context(root, cache, event["name"], event["file"], int(event["line"]))
                     got = findings.from_event(ctx, event)
                     raw.extend(got)
-                    status = "error" if "exception" in event or "target_error" in event else ("problems" if got else "ok")
+                    status = "error" if "exception" in event or "target_error" in event else (
+                        "problems" if any(d.severity in (ERROR, WARNING) for d in got) else "ok")
                     if event.get("unsupported"):
                         status = "unsupported"
                     tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"),
@@ -170,11 +188,19 @@ class Engine:
                     if on_target:
                         on_target(tr)
                 elif kind == "done" and event.get("status") in ("crashed", "timeout"):
-                    pending = [t for t in found.targets if t.name not in seen] or found.targets[:1]
-                    t = pending[0]
-                    ctx = findings.Context(root, cache, t.name, path, t.line)
-                    raw.append(findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", "")))
-                    tr = TargetResult(t.name, path, t.line, t.kind, event["status"], time.perf_counter() - started)
+                    kept = 0
+                    for name, ev in partial.items():  # what torch recorded before the deadline still counts
+                        ctx = findings.Context(root, cache, name, ev["file"], int(ev["line"]))
+                        got = findings.from_event(ctx, ev)
+                        kept += len(got)
+                        raw.extend(got)
+                    stopped = [t for t in _stopped_targets(found, partial) if t.name not in seen] or _stopped_targets(found, {})
+                    halted = stopped[0]
+                    ctx = findings.Context(root, cache, halted.name, halted.file or path, halted.line)
+                    raw.append(findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", ""),
+                                                         timeout_knob=self.settings.timeout_knob, found=kept))
+                    tr = TargetResult(halted.name, halted.file or path, halted.line, halted.kind, event["status"],
+                                      time.perf_counter() - started)
                     result.targets.append(tr)
                     if on_target:
                         on_target(tr)
@@ -212,6 +238,35 @@ class Engine:
             report.torch_version = self.torch_version
             report.unsupported = self.unsupported
         return report
+
+
+@dataclass
+class _Pending:
+    name: str
+    file: str | None
+    line: int
+    kind: str
+
+
+def _stopped_targets(plan: targets.FileTargets, partial: dict[str, dict[str, Any]]) -> list[_Pending]:
+    """The targets a stopped job may have been running: those with streamed findings first."""
+    streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export"))
+                for name, ev in partial.items()]
+    return streamed + [_Pending(t.name, None, t.line, t.kind) for t in plan.targets]
+
+
+def _add_partial(partial: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
+    """Collect one streamed `finding` into a target event of the same shape as the final one."""
+    name = str(event.get("name"))
+    target = partial.setdefault(name, {"event": "target", "name": name, "file": event.get("file"),
+                                       "line": int(event.get("line") or 1), "kind": event.get("kind", "export"),
+                                       "partial": True})
+    for key in ("failures", "compile_findings", "trace_findings"):
+        if key in event:
+            target.setdefault(key, []).extend(event[key])
+    for key in ("definition", "compile_options"):
+        if key in event:
+            target[key] = event[key]
 
 
 def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:

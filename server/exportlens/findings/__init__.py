@@ -13,7 +13,7 @@ from typing import Any
 
 from exportlens.findings.compile import compile_diagnostics
 from exportlens.findings.context import Context, new_diagnostic, target_anchor
-from exportlens.findings.errors import crash_diagnostic, exception_diagnostic
+from exportlens.findings.errors import crash_diagnostic, draft_crash_diagnostics, exception_diagnostic
 from exportlens.findings.export import export_diagnostics, float_item_bug
 from exportlens.findings.trace import trace_diagnostics
 from exportlens.model import Diagnostic
@@ -31,6 +31,8 @@ def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
         out.extend(trace_diagnostics(ctx, event))
     if kind == "export" and (event.get("torch_bug") or {}).get("kind") == "float-item-assert":
         return [float_item_bug(ctx, event)]  # torch ≤ 2.12's solver bug, explained instead of its AssertionError
+    if "draft_crash" in event:  # draft export's own crash: plain export decided what it means
+        return out + draft_crash_diagnostics(ctx, event)
     if "exception" in event:
         out.append(exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error")))
         return out

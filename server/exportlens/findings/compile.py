@@ -7,8 +7,18 @@ import re
 from typing import Any
 
 from exportlens import codes
-from exportlens.findings import placement
-from exportlens.findings.context import Context, def_anchor, frame_name, frame_range, is_user, new_diagnostic, site_related, target_anchor
+from exportlens.findings import boundary, placement
+from exportlens.findings.context import (
+    Context,
+    def_anchor,
+    frame_name,
+    frame_range,
+    is_user,
+    library_place,
+    new_diagnostic,
+    site_related,
+    target_anchor,
+)
 from exportlens.findings.placement import Frame
 from exportlens.model import ERROR, HINT, Diagnostic, Related
 
@@ -104,7 +114,49 @@ def _break_text(finding: dict[str, Any], test: str) -> str:
     text = f"Graph break: torch.compile cannot trace this ({title})"
     return text + (f": {explanation}" if explanation and explanation != title else ".") + f" {then}"
 
+def _library_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any], b: boundary.Boundary) -> Diagnostic:
+    """A graph break inside a library: on the project's call into it, the library line related."""
+    lib = b.inside
+    assert lib is not None
+    rng, related, placed = library_place(ctx, b)
+    lib_src = ctx.source(lib.file)
+    test = ""
+    if lib_src is not None:
+        lrng = (placement.guard_range(lib_src, lib.line, set())[0] if break_kind(finding) == BRANCH
+                else boundary.library_range(lib_src, lib))
+        test = lib_src.text_of(lrng) if lrng.start.line == lrng.end.line else ""
+    message = _break_text(finding, test).replace("Graph break: ", f"Graph break inside the library {lib.package} "
+                                                 f"({lib.where()}, in `{lib.qualname}`): ", 1)
+    hints = _hints(finding)
+    if hints:
+        message += " Torch suggests (for the library's code): " + " ".join(h if h.endswith(".") else h + "." for h in hints)
+    search = boundary.upstream_search(lib, f"torch.compile graph break {finding.get('gb_id') or ''}".strip())
+    message += (f" This is the library's code, not yours: ExportLens never edits it. What you can do: accept the "
+                f"break, or move this call out of the compiled region (call it from a function decorated with "
+                f"@torch.compiler.disable) so the rest compiles in one graph. Otherwise it is a library "
+                f"limitation: search its issues for \"{search}\".")
+    related += site_related(ctx, "compiled here with torch.compile")
+    fixes = [f for f in _break_fixes(finding, None, event) if f["fix"] == "capture_scalar_outputs"]
+    data = {
+        "kind": "graph-break", "gb_id": finding.get("gb_id"), "url": finding.get("url"),
+        "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
+        "hints": finding.get("hints") or [], "torch_location": finding.get("at") or {}, **placed,
+        "function": b.frame.name, "compiled": event.get("definition"),
+        "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
+        "compile_options": event.get("compile_options") or {}, "upstream_search": search, "advice": "library",
+        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes, "library_test_text": test,
+    }
+    diag = new_diagnostic(ctx, b.frame.file, rng, "graph-break", message, related=related, data=data)
+    if finding.get("fullgraph"):
+        diag.severity = ERROR
+        data["fullgraph"] = True
+    return diag
+
+
 def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) -> Diagnostic:
+    b = boundary.locate([("dynamo", finding.get("frames"))], ctx.root)
+    if b is not None and b.inside is not None:
+        return _library_break(ctx, event, finding, b)
     frames = placement.user_frames(finding.get("frames") or [], ctx.root)
     at = finding.get("at") or {}
     if not frames and is_user(ctx, at.get("file")):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exportlens import codes
-from exportlens.findings import placement
+from exportlens.findings import boundary, placement
 from exportlens.findings.placement import Frame, SourceLoader
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
@@ -88,3 +88,28 @@ def def_anchor(ctx: Context, code: dict[str, Any] | None) -> tuple[str, Range] |
 
 def frame_name(frame: Frame) -> str:
     return "module" if frame.name in ("", "<module>") else frame.name
+
+def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Related], dict[str, Any]]:
+    """Range on the project's call into the library, the library line as related, the chain as data."""
+    lib = b.inside
+    assert lib is not None
+    src = ctx.source(b.frame.file)
+    if src is None:
+        rng = Range.of(b.frame.line - 1, 0, b.frame.line - 1, 0)
+    else:  # the call of the library's function, else Python's columns of the call, else the statement
+        named = placement.named_call_range(src, b.frame.line, b.library[0].name)
+        if named is not None:
+            rng = named
+        elif b.frame.col is not None:
+            rng = placement.frame_range(src, b.frame)
+        else:
+            rng = placement.call_range(src, b.frame.line, b.library[0].name)
+    related = [boundary.library_related(ctx.source(lib.file), lib)]
+    if len(b.library) > 1:
+        entry = b.library[0]
+        related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))
+    related += outer_related(ctx, b.outer, "called", b.frame)
+    data = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+            "boundary": {"file": b.frame.file, "line": b.frame.line}, "stack_source": b.source,
+            "user_line": b.frame.line}
+    return rng, related, data

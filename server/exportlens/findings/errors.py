@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from exportlens.findings import placement
+from exportlens.findings import boundary, placement
 from exportlens.findings.context import Context, new_diagnostic, outer_related, target_anchor
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
@@ -31,11 +31,8 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
             rng = Range(start, src.line_range(line).end if start < src.line_range(line).end else start)
             return new_diagnostic(ctx, syntax["file"], rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
                          data={"exception_type": "SyntaxError"})
-    frames: list[Frame] = []
-    for link in chain:
-        frames = placement.user_frames(link.get("frames") or [], ctx.root)
-        if frames:
-            break
+    b = boundary.locate([("traceback", link.get("frames")) for link in chain], ctx.root)
+    frames: list[Frame] = ([*b.outer, b.frame] if b is not None else [])
     if not frames:  # torch sometimes names the user's line only in its message
         for m in _FILE_LINE.finditer(exc.get("message", "")):
             if is_user_file(m["file"], ctx.root):
@@ -43,18 +40,25 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
     message = _clean_message(exc.get("message", ""))
     kind = exc.get("type", "Exception")
     code = "target-error" if target_error else "export-error"
+    lib = b.inside if b is not None and frames and frames[-1] == b.frame else None
+    inside = f"inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): " if lib is not None else ""
     if kind.endswith("SystemExit"):
         text = f"{target_error or 'The script exited'}."
     elif target_error:
-        text = f"{target_error[0].upper() + target_error[1:]}: {kind}: {message}"
+        text = f"{target_error[0].upper() + target_error[1:]}: {inside}{kind}: {message}"
     else:
-        text = f"torch.export failed: {kind}: {message}"
-    data = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}
+        text = f"torch.export failed{' ' + inside.rstrip(': ') + ':' if inside else ':'} {kind}: {message}"
+    data: dict[str, Any] = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}
     if frames:
         frame = frames[-1]
         src = ctx.source(frame.file)
         rng = placement.frame_range(src, frame) if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
         related = outer_related(ctx, frames[:-1], "called", frame)
+        if lib is not None:
+            assert b is not None
+            related.insert(0, boundary.library_related(ctx.source(lib.file), lib, "it was raised here"))
+            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+                         "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1])})
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
             if tsrc is not None and not target_error:
@@ -63,6 +67,70 @@ def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str
     file, rng = target_anchor(ctx)
     return new_diagnostic(ctx, file, rng, code, text, data=data)
 
+# Internal errors draft export is known to raise where plain export passes (torch 2.13), in a sentence.
+_CRASH_FAMILIES = (
+    ("PendingUnbackedSymbolNotFound", "draft export lost track of a data-dependent size it created "
+     "(PendingUnbackedSymbolNotFound), a known draft-export bug"),
+    ("cannot infer a Fake kernel", "draft export tried to make a fake kernel from the real output "
+     "and could not (\"cannot infer a Fake kernel\"), e.g. for an op whose output aliases an input"),
+    ("SymIntArrayRef expected to contain only concrete integers", "draft export ran a real kernel with a "
+     "symbolic size (seen with torch.cond operands and one-argument torch.where(mask))"),
+    ("_check_fake_real_tensors", "draft export's own comparison of fake and real tensors hit a "
+     "data-dependent guard (seen when indexing with a value from .item())"),
+)
+
+
+def crash_family(text: str) -> str | None:
+    """What kind of draft-export crash `text` (the error's message and frames) is, in a sentence."""
+    for needle, sentence in _CRASH_FAMILIES:
+        if needle in text:
+            return sentence
+    return None
+
+
+def _crash_text(crash: dict[str, Any]) -> str:
+    parts = [crash.get("type", ""), crash.get("message", "")]
+    for link in crash.get("chain") or []:
+        parts += [link.get("type", ""), link.get("message", "")] + [str(f.get("name")) for f in link.get("frames") or []]
+    return "\n".join(parts)
+
+
+def repro_command(ctx: Context) -> str:
+    """A command that runs draft export on this target again, for a PyTorch bug report."""
+    path = ctx.target_file.replace("\\", "/")
+    if ctx.target.startswith("export at "):
+        return (f"python -c \"import runpy, torch; torch.export.export = torch.export.draft_export; "
+                f"runpy.run_path('{path}', run_name='__main__')\"")
+    if ":" in ctx.target and not ctx.target.startswith(("compile", "trace")):
+        factory = ctx.target.rsplit(":", 1)[-1]
+        get = f"s = runpy.run_path('{path}')['{factory}'](); s = s if isinstance(s, dict) else dict(zip(('model', 'example_args', 'example_kwargs'), s))"
+    else:
+        get = f"s = runpy.run_path('{path}')"
+    return (f"python -c \"import runpy, torch; {get}; torch.export.draft_export(s['model'], tuple(s['example_args']), "
+            f"s.get('example_kwargs'), dynamic_shapes=s.get('dynamic_shapes'))\"")
+
+
+def draft_crash_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+    """Draft export itself crashed. Plain export passed: a hint, not an error. It failed: its error is the finding."""
+    crash = event["draft_crash"]
+    known = crash_family(_crash_text(crash))
+    family = known or "draft export raised an internal error"
+    raw = {"draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
+           "crash_family": family, "repro": repro_command(ctx)}
+    if "exception" in event and (known is None or "plain_exception" not in event):
+        # both failed and draft's error is not one of its own known crashes (e.g. wrong inputs): draft's words
+        return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
+    if "exception" not in event:
+        file, rng = target_anchor(ctx)
+        msg = (f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
+               f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
+               f"that reproduces it are in the details.")
+        return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, data={**raw, "plain_export": "ok"})]
+    diag = exception_diagnostic(ctx, event["plain_exception"], target_error=event.get("target_error"))
+    diag.message += (f"\n(Draft export crashed first — {family} — so this is plain torch.export.export's error.)")
+    diag.data.update({**raw, "plain_export": "failed"})
+    return [diag]
+
 def _clean_message(message: str, limit: int = 12) -> str:
     text = _DRAFT_FOOTER.sub("", message).strip()
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
@@ -70,11 +138,15 @@ def _clean_message(message: str, limit: int = 12) -> str:
         lines = lines[:limit] + ["…"]
     return "\n".join(lines) or "(no message)"
 
-def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str) -> Diagnostic:
+def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str, *, timeout_knob: str = "the timeout",
+                     found: int = 0) -> Diagnostic:
+    """The job crashed or ran out of time; `found` problems torch recorded before that are reported too."""
     file, rng = target_anchor(ctx)
     tail = "\n".join(stderr.strip().splitlines()[-8:])
     if status == "timeout":
-        msg = f"The analysis of this target did not finish: {detail}. Raise exportlens.timeoutSeconds if the model is just slow."
+        kept = (f" The {found} problem{'s' if found != 1 else ''} torch recorded before the deadline "
+                f"{'are' if found != 1 else 'is'} reported." if found else "")
+        msg = f"The analysis of this target did not finish: {detail}.{kept} Raise {timeout_knob} if the model is just slow."
         code = "worker-timeout"
     else:
         msg = f"The worker process running this target crashed: {detail}."

@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from exportlens import fixes
-from exportlens.findings import placement, symbols
-from exportlens.findings.context import Context, base, is_user, new_diagnostic, outer_related, target_anchor
+from exportlens.findings import boundary, placement, symbols
+from exportlens.findings.context import Context, base, is_user, library_place, new_diagnostic, outer_related, target_anchor
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
@@ -37,17 +37,33 @@ def export_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
                              f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data={"raw": failure}))
     return out
 
+def failure_boundary(ctx: Context, failure: dict[str, Any]) -> boundary.Boundary | None:
+    """The project's line for a failure: the live stack first, then the frames torch kept."""
+    found = boundary.locate([("live", failure.get("live_stack")), ("torch", failure.get("user_stack")),
+                             ("torch", failure.get("stack"))], ctx.root)
+    if found is not None:  # the export call itself is the target, not a caller to list
+        found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
+    return found
+
+
 def _primary(ctx: Context, failure: dict[str, Any]) -> tuple[Frame | None, list[Frame]]:
-    frames = placement.user_frames(failure.get("user_stack") or [], ctx.root)
-    if not frames:
-        frames = placement.user_frames(failure.get("stack") or [], ctx.root)
-    if not frames:
-        return None, []
-    return frames[-1], frames[:-1]
+    found = failure_boundary(ctx, failure)
+    return (found.frame, found.outer) if found is not None else (None, [])
+
+
+def _library_head(lib: boundary.LibraryFrame) -> str:
+    return f"Inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`), "
+
+
+LIBRARY_NO_EDIT = "This is the library's code, not yours: ExportLens never edits it."
+
 
 def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
-    frame, outer = _primary(ctx, failure)
+    b = failure_boundary(ctx, failure)
+    frame, outer = (b.frame, b.outer) if b is not None else (None, [])
+    lib = b.inside if b is not None else None
     expr = failure.get("expr", "")
+    short = boundary.shorten(expr)
     result = failure.get("result")
     occurrences = int(failure.get("occurrences") or 1)
     fl = failure.get("frame_locals") or {}
@@ -64,12 +80,39 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
         file, rng = target_anchor(ctx)
         data["placed"] = "target"
         return [new_diagnostic(ctx, file, rng, "data-dependent-guard",
-                      f"Draft export could not decide `{expr}` (a data-dependent guard) and the stack torch kept "
-                      f"has no line of this project. It assumed {result}.", data=data)]
-    src = ctx.source(frame.file)
+                      f"Draft export could not decide `{short}` (a data-dependent guard) and no stack torch offered "
+                      f"has a line of this project. It assumed {result}.", data=data)]
     mapped_names = {names[s] for s in symbols.symbols_in(expr) if s in names}
+    bare = {n.split(".")[0].split("[")[0] for n in mapped_names}
+    if lib is not None:  # the guard is in the library: speak its names, place it on the project's call
+        assert b is not None
+        rng, related, placed = library_place(ctx, b)
+        data.update(placed)
+        lib_src = ctx.source(lib.file)
+        test = lib_src.text_of(placement.guard_range(lib_src, lib.line, bare)[0]) if lib_src is not None else (lib.loc or "")
+        data["test_text"] = test
+        data["statement_kind"] = ""  # nothing to rewrite on the project's line
+        # the expression as written in the library (its `if` test), else torch's in the library's names
+        spelled = boundary.shorten(test if is_condition and test else
+                                   source_expr if source_expr and not unmapped else (test or expr))
+        where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
+        what = "the value of" if not is_condition else "the condition"
+        msg = (_library_head(lib) + f"draft export could not decide {what} `{spelled}`: it comes from a tensor's data "
+               f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, so the "
+               f"exported program {'assumes that and asserts it' if is_condition else 'is specialised to that'} at run time.")
+        search = boundary.upstream_search(lib, "torch.export data-dependent")
+        data["upstream_search"] = search
+        data["advice"] = "library"
+        msg += (f" {LIBRARY_NO_EDIT} What you can do: give example inputs typical of real use (the exported program "
+                f"keeps the path they take); keep draft export's program if real inputs take the same path; use a "
+                f"library option that avoids reading tensor data here, if it has one. Otherwise it is a library "
+                f"limitation: search its issues for \"{search}\".")
+        if occurrences > 1:
+            msg += f" Reached {occurrences} times (the first is shown)."
+        return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg, related=related, data=data)]
+    src = ctx.source(frame.file)
     if src is not None:
-        rng, stmt = placement.guard_range(src, frame.line, {n.split(".")[0].split("[")[0] for n in mapped_names})
+        rng, stmt = placement.guard_range(src, frame.line, bare)
         data["statement_line"] = stmt.lineno if stmt is not None else frame.line
         data["statement_kind"] = type(stmt).__name__.lower() if stmt is not None else ""
         test = src.text_of(rng)
@@ -80,26 +123,26 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     tensor_condition = bool(unmapped) and not any(s in names for s in symbols.symbols_in(expr))
     data["tensor_condition"] = tensor_condition
     if not is_condition and not tensor_condition:
-        spelled = source_expr if not unmapped else expr
+        spelled = str(source_expr) if source_expr and not unmapped else short
         pins = [f"{names[s]} == {v}" for s, v in sorted(values.items()) if s in names and isinstance(v, int)]
         data["pin"] = " and ".join(pins) if pins and not unmapped else None
-        msg = (f"Draft export could not determine the value of `{spelled}` (torch saw `{expr}`): this call "
+        msg = (f"Draft export could not determine the value of `{spelled}` (torch saw `{short}`): this call "
                f"needs it as a plain integer, and it comes from a tensor's data. With the example inputs it was "
                f"{result}, so the exported program is specialised to that.")
         if data["pin"]:
             msg += (f" A range check does not help here: pin the value with `torch._check({data['pin']})` "
                     f"(the program then accepts only that value), or compute the size without reading tensor data.")
     elif tensor_condition:
-        what = f"the tensor condition `{test}`" if test else f"`{expr}`"
+        what = f"the tensor condition `{test}`" if test else f"`{short}`"
         msg = (f"Draft export could not decide {what}: it depends on the values inside a tensor "
-               f"(torch saw `{expr}`). With the example inputs it was {result}, so the exported program "
+               f"(torch saw `{short}`). With the example inputs it was {result}, so the exported program "
                f"keeps only that branch and asserts it at run time. Rewrite the branch with torch.cond "
                f"to export both paths.")
     else:
-        spelled = source_expr if not unmapped else expr
+        spelled = str(source_expr) if source_expr and not unmapped else short
         where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
         msg = (f"Draft export could not decide `{spelled}`: the value comes from a tensor's data "
-               f"(torch saw `{expr}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
+               f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
                f"so the exported program assumes that and asserts it at run time.")
         pin = _pin_inside_call(test, names, values) if source_expr and not unmapped else None
         if pin and source_expr:
@@ -262,6 +305,9 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
         if src is not None:
             fake_anchor = (fake["file"], placement.definition_range(src, int(fake["line"])), "fake")  # type: ignore[index]
     data["call_sites"] = [{"file": f, "range": r.to_json()} for f, r, _ in anchors]
+    library_def = definition if definition and definition.get("file") and not is_user_file(definition["file"], ctx.root) else None
+    if library_def is not None and not mismatched:
+        return _library_op(ctx, failure, data, anchors, qualname, real)
     if mismatched:
         detail = _mismatch_text(reason)
         head = (f"The fake kernel of `{qualname}` disagrees with the real kernel ({detail}). "
@@ -288,6 +334,50 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
             msg = head + advice
         out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data={**data, "role": role}))
     return out
+
+def _library_op(ctx: Context, failure: dict[str, Any], data: dict[str, Any], anchors: list[tuple[str, Range, str]],
+                qualname: str, real: str) -> list[Diagnostic]:
+    """A library's custom op without a fake kernel: on the project's call into the library, with
+    the library's call of the op and its definition as related; the fix registers the kernel in
+    the project's own file."""
+    definition = failure["definition"]
+    b = boundary.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []],
+                        ctx.root)
+    lib_def = boundary.LibraryFrame(definition["file"], int(definition["line"]), str(definition.get("function") or ""),
+                                    str(definition.get("function") or qualname), None, boundary.package_of(definition["file"]))
+    def_src = ctx.source(lib_def.file)
+    def_related = Related(lib_def.file, boundary.library_range(def_src, lib_def) if def_src is None
+                          else placement.definition_range(def_src, lib_def.line),
+                          f"`{qualname}` is defined here, in the library {lib_def.package} ({lib_def.where()})")
+    sites: list[tuple[str, Range, list[Related], dict[str, Any]]] = []
+    if b is not None and b.inside is not None:
+        rng, related, placed = library_place(ctx, b)
+        related[0] = boundary.library_related(ctx.source(b.inside.file), b.inside, f"`{qualname}` is called here")
+        sites.append((b.frame.file, rng, related + [def_related], placed))
+    elif b is not None:
+        src = ctx.source(b.frame.file)
+        rng = placement.call_range(src, b.frame.line, qualname.split("::")[-1]) if src else Range.of(b.frame.line - 1, 0, b.frame.line - 1, 0)
+        sites.append((b.frame.file, rng, [def_related], {"user_line": b.frame.line}))
+    else:
+        sites += [(f, r, [def_related], {}) for f, r, _ in anchors]
+    if not sites:
+        file, rng = target_anchor(ctx)
+        sites.append((file, rng, [def_related], {}))
+    search = f"{lib_def.package} {qualname} fake kernel register_fake torch.export"
+    call = f", called at {b.inside.where()} in `{b.inside.qualname}`" if b is not None and b.inside is not None else ""
+    msg = (f"The custom op `{qualname}` of the library {lib_def.package} (defined at {lib_def.where()}{call}) has no fake "
+           f"kernel, so export cannot know the shape of its output"
+           f"{f' (draft export saw the real output: {real})' if real else ''}. {LIBRARY_NO_EDIT} What you can do: "
+           f"register a fake kernel in your own code with `@torch.library.register_fake(\"{qualname}\")` before exporting "
+           f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
+           f"(search its issues for \"{search}\").")
+    out = []
+    for file, rng, related, placed in sites:
+        out.append(new_diagnostic(ctx, file, rng, "missing-fake-kernel", msg, related=related,
+                                  data={**data, **placed, "role": "call", "library": lib_def.package,
+                                        "upstream_search": search, "advice": "register_fake_in_project"}))
+    return out
+
 
 def _role_text(role: str, qualname: str) -> str:
     return {"call": f"`{qualname}` is called here", "definition": f"`{qualname}` is defined here",

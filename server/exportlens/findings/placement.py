@@ -108,6 +108,18 @@ def guard_range(src: Source, line: int, symbol_names: set[str]) -> tuple[Range, 
     return src.node_range(node), stmt
 
 
+def named_call_range(src: Source, line: int, callee: str) -> Range | None:
+    """The call of `callee` (by its name) on `line`, or None when the line has no such call."""
+    tree = src.tree
+    stmt = statement_at(tree, line) if tree is not None else None
+    if stmt is None or not callee:
+        return None
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _call_name(n) == callee
+             and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    node = _smallest(calls)  # type: ignore[arg-type]
+    return src.node_range(node) if node is not None else None
+
+
 def call_range(src: Source, line: int, callee: str) -> Range:
     """The call of `callee` (an op or function name) on `line`, else the statement's expression."""
     tree = src.tree

@@ -37,7 +37,7 @@ from .common import Refusal
 from .compile_fixes import capture_scalar_outputs_fix, compiler_disable_fix, drop_dynamic_false_fix, reorderable_logging_fix
 from .cond_rewrite import rewrite_if_as_cond
 from .dynamic_shapes_fix import dynamic_shapes_fixes
-from .fake_kernel import qualified_name, register_fake_fix
+from .fake_kernel import library_op_params, qualified_name, register_fake_fix, register_fake_in_project_fix
 from .mismatch_fix import mismatch_fix
 
 __all__ = [
@@ -56,8 +56,10 @@ __all__ = [
     "insert_item_check",
     "mismatch_fix",
     "negate",
+    "library_op_params",
     "qualified_name",
     "register_fake_fix",
+    "register_fake_in_project_fix",
     "rewrite_if_as_cond",
     "unified_diff",
 ]

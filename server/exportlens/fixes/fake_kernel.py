@@ -326,3 +326,86 @@ def register_fake_fix(
         new = insert_lines(new, index, imp)
     title = f"Register a fake kernel for `{qual}` (from the shapes draft_export observed)"
     return make_fix(file, text, new, title, preferred)
+
+
+def library_op_params(lib_text: str, definition: dict[str, Any]) -> list[str] | Refusal:
+    """The parameters of an op defined in a library file (read, never edited)."""
+    tree = parse_or_refuse(lib_text)
+    if isinstance(tree, Refusal):
+        return tree
+    node = _find_definition(tree, int(definition.get("line") or 0))
+    if node is None:
+        return Refusal(f"no op definition at line {definition.get('line')} of the library")
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return _def_params(node)
+    schema = next((n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   and "->" in n.value), None)
+    parsed = _schema_params(schema) if schema else None
+    return parsed if parsed is not None else Refusal("could not read the op's parameters from the library")
+
+
+def register_fake_in_project_fix(
+    text: str,
+    file: str,
+    op: str,
+    profiles: Sequence[dict[str, Any]],
+    params: list[str],
+    *,
+    preferred: bool = True,
+) -> Fix | Refusal:
+    """A fake kernel for a LIBRARY's op, registered in the project's own file (after its imports).
+
+    The library's files are not the user's to edit; `torch.library.register_fake("ns::op")` works
+    from any module that runs before the export.
+    """
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    if not profiles:
+        return Refusal("draft_export recorded no profile for this op; cannot tell its output")
+    try:
+        _ns, name, _ = split_op_name(op)
+    except ValueError as exc:
+        return Refusal(str(exc))
+    qual = qualified_name(op)
+    if re.search(rf"register_fake\(\s*[\"']{re.escape(qual)}[\"']", text):
+        return Refusal(f"`{qual}` already has a fake kernel in this file")
+    binding = torch_binding(tree)
+    tb = binding or "torch"
+    names = _positional_names(params)
+    used = bound_names(tree)
+    ctx = "ctx" if "ctx" not in names else fresh_name(used, "fake_ctx")
+    bodies: list[tuple[dict[str, Any], str, bool]] = []
+    for p in profiles:
+        b, needs = _body(p, names, tb, ctx)
+        if all(b != seen for _, seen, _ in bodies):
+            bodies.append((p, b, needs))
+    unit = indent_unit(text)
+    fname = fresh_name(used, f"_{name}_fake")
+    decorator = f"@{tb}.library.register_fake({qual!r})".replace("'", '"')
+    out = [decorator, f"def {fname}({', '.join(params)}):"]
+    if any(needs for _, _, needs in bodies):
+        out.append(f"{unit}{ctx} = {tb}.library.get_ctx()")
+    if len(bodies) == 1:
+        out.append(unit + bodies[0][1])
+    else:
+        conds = _conditions([p for p, _, _ in bodies], names, tb)
+        if conds is None:
+            return Refusal("the op's profiles differ in their outputs but not in their inputs' rank/dtype")
+        for cond, (_, b, _) in zip(conds, bodies, strict=True):
+            out += [f"{unit}if {cond}:", unit + unit + b]
+        out.append(f"{unit}raise NotImplementedError({('no fake kernel for these inputs of ' + qual)!r})".replace("'", '"'))
+    lines = split_lines(text)
+    last_import = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+    nl = newline_of(text)
+    block = nl + nl + "".join(ln + nl for ln in out)
+    if last_import < len(lines) and not is_blank_or_comment(lines[last_import]):
+        block += nl
+    if last_import and not lines[last_import - 1].endswith(("\n", "\r")):
+        block = nl + block
+    new = insert_lines(text, last_import, block)
+    if binding is None:
+        index, imp = import_torch_insertion(text, tree, last_import + 1)
+        new = insert_lines(new, index, imp)
+    title = f"Register a fake kernel for the library op `{qual}` in this file (from the shapes draft_export observed)"
+    return make_fix(file, text, new, title, preferred)

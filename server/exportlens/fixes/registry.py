@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exportlens import fixes as gen
+from exportlens import project
 from exportlens.fixes import compile_fixes
 from exportlens.model import Diagnostic, Fix, TextEdit
 from exportlens.source import SourceError, read_source, write_source
@@ -43,6 +44,8 @@ def _tensor_names(data: dict[str, Any]) -> list[str] | None:
 
 def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     data = d.data
+    if data.get("library"):  # the guard's names are the library's: nothing to state on the project's line
+        return []
     line = int(data.get("statement_line") or data.get("user_line") or d.range.start.line + 1)
     is_if = data.get("statement_kind") == "if"
     if data.get("tensor_condition"):
@@ -103,6 +106,12 @@ def _fake_kernel(d: Diagnostic, read: Reader) -> list[Fix]:
     text = read(definition["file"])
     if text is None:
         return []
+    if d.data.get("library"):  # the op is a library's: register its fake kernel in the project's file
+        params = gen.library_op_params(text, definition)
+        own = read(d.file)
+        if isinstance(params, gen.Refusal) or own is None:
+            return []
+        return _ok(gen.register_fake_in_project_fix(own, d.file, d.data["op"], d.data.get("profiles") or [], params))
     return _ok(gen.register_fake_fix(text, definition["file"], d.data["op"], d.data.get("profiles") or [], definition))
 
 
@@ -153,8 +162,22 @@ def _compile(d: Diagnostic, read: Reader) -> list[Fix]:
     return out
 
 
+def in_project(fix: Fix, diag_file: str) -> bool:
+    """Whether every edit of `fix` is in the diagnostic's project: never an edit inside
+    site-packages, a venv, torch or any file outside the project root."""
+    root = project.find_root(diag_file)
+    return all(project.is_user_file(e.file, root) for e in fix.edits)
+
+
 def fixes_for(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
-    """The fixes for one diagnostic against the current texts; the preferred one first."""
+    """The fixes for one diagnostic against the current texts; the preferred one first.
+
+    A fix that would edit a file outside the project (a library in site-packages) is refused.
+    """
+    return [f for f in _fixes_for(d, read) if in_project(f, d.file)]
+
+
+def _fixes_for(d: Diagnostic, read: Reader) -> list[Fix]:
     try:
         if d.code == "data-dependent-guard":
             text = read(d.file)

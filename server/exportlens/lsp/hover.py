@@ -7,6 +7,7 @@ Everything comes from `Diagnostic.data` plus a static look at the current text; 
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Any
 
@@ -96,6 +97,22 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
         out += ["", "**Where the symbols come from**", *origins]
     if d.get("gb_id") or d.get("gb"):
         out.append(f"- graph break id: `{d.get('gb_id') or d.get('gb')}`")
+    chain = d.get("library_chain") or []
+    if chain:
+        out += ["", f"**From your code into the library {d.get('library', '')}**"]
+        for i, fr in enumerate(chain):
+            where = f"`{os.path.basename(str(fr.get('file')))}:{fr.get('line')}`"
+            code = f": `{_cell(fr.get('source'))}`" if fr.get("source") else ""
+            who = "your code" if fr.get("project") else f"`{fr.get('function')}`"
+            out.append(f"{i + 1}. {who} {where}{code}")
+        if d.get("upstream_search"):
+            out.append(f"- to search the library's issues: `{d['upstream_search']}`")
+    if d.get("draft_export_error"):
+        err = d["draft_export_error"]
+        out += ["", f"**Draft export's own error** ({d.get('crash_family', '')})", "```",
+                f"{err.get('type')}: {str(err.get('message', '')).strip()[:1500]}", "```"]
+        if d.get("repro"):
+            out += ["Reproduce it:", "```", str(d["repro"]), "```"]
     if d.get("graph_diff"):
         out += ["", "**Graph diff (trace vs check)**", "```", str(d["graph_diff"]).strip(), "```"]
     url = doc_url(diag.code, d)

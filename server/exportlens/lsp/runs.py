@@ -92,7 +92,8 @@ class Runs:
             old, self._engine = self._engine, None
             self._closing.append(asyncio.ensure_future(old.close()))
         if self._engine is None:
-            self._engine = Engine(EngineSettings(python=s.interpreter), log=self.ls.log_worker)
+            self._engine = Engine(EngineSettings(python=s.interpreter, timeout_knob="the setting exportlens.timeoutSeconds"),
+                                  log=self.ls.log_worker)
             self._engine_python = s.interpreter
         self._engine.settings.timeout = s.timeout_seconds
         self._engine.settings.extra_targets = list(s.targets)

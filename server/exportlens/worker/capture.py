@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from exportlens.worker import compat
+from exportlens.worker import compat, stacks
 
 _STACK_FILE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)')
 
@@ -54,7 +55,11 @@ def _frames(stack: Any, paths: dict[int, str]) -> list[dict[str, Any]]:
     for fr in stack or []:
         fid = fr.get("filename")
         path = paths.get(fid) if isinstance(fid, int) else fid
-        out.append({"file": path, "line": fr.get("line"), "name": fr.get("name"), "loc": fr.get("loc")})
+        entry = {"file": path, "line": fr.get("line"), "name": fr.get("name"), "loc": fr.get("loc")}
+        owner = stacks.where(path) if isinstance(path, str) else None
+        if owner:
+            entry["where"] = owner
+        out.append(entry)
     return out
 
 
@@ -184,8 +189,36 @@ def op_registration(op: str, defines: dict[str, dict[str, Any]]) -> dict[str, An
     return info
 
 
-def report_failures(ep: Any, defines: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """All failures of a draft-export report, as plain JSON with resolved files."""
+def failure_json(kind: str, data: dict[str, Any], paths: dict[int, str], *, xfail: bool = False,
+                 live_stack: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One failure's own data as plain JSON (no graph yet: what is known when torch records it)."""
+    item: dict[str, Any] = {"type": kind, "xfail": xfail}
+    for key in ("expr", "result", "prefix", "op", "reason"):
+        if key in data:
+            item[key] = str(data[key])
+    if "result" in item:
+        item["result"] = compat.condition_result(item.get("expr", ""), item["result"])
+    if "occurrences" in data:
+        item["occurrences"] = int(data["occurrences"])
+    item["user_stack"] = _frames(data.get("user_stack"), paths)
+    item["stack"] = _frames(data.get("stack"), paths)
+    if live_stack is not None:
+        item["live_stack"] = live_stack
+    if "symbol_to_sources" in data:
+        item["symbol_to_sources"] = jsonable(data["symbol_to_sources"])
+    if "frame_locals" in data:
+        item["frame_locals"] = jsonable(data["frame_locals"])
+    if "new_dynamic_shapes" in data:
+        item["new_dynamic_shapes"] = jsonable(data["new_dynamic_shapes"])
+    return item
+
+
+def report_failures(ep: Any, defines: dict[str, dict[str, Any]],
+                    live_stack: Callable[[Any], list[dict[str, Any]] | None] | None = None) -> list[dict[str, Any]]:
+    """All failures of a draft-export report, as plain JSON with resolved files.
+
+    `live_stack(data)` gives the whole Python stack recorded when torch logged that failure.
+    """
     report = getattr(ep, "_report", None)
     if report is None:
         return []
@@ -196,22 +229,8 @@ def report_failures(ep: Any, defines: dict[str, dict[str, Any]]) -> list[dict[st
     for failure in report.failures:
         data = failure.data
         kind = getattr(failure.failure_type, "name", str(failure.failure_type))
-        item: dict[str, Any] = {"type": kind, "xfail": bool(getattr(failure, "xfail", False))}
-        for key in ("expr", "result", "prefix", "op", "reason"):
-            if key in data:
-                item[key] = str(data[key])
-        if "result" in item:
-            item["result"] = compat.condition_result(item.get("expr", ""), item["result"])
-        if "occurrences" in data:
-            item["occurrences"] = int(data["occurrences"])
-        item["user_stack"] = _frames(data.get("user_stack"), paths)
-        item["stack"] = _frames(data.get("stack"), paths)
-        if "symbol_to_sources" in data:
-            item["symbol_to_sources"] = jsonable(data["symbol_to_sources"])
-        if "frame_locals" in data:
-            item["frame_locals"] = jsonable(data["frame_locals"])
-        if "new_dynamic_shapes" in data:
-            item["new_dynamic_shapes"] = jsonable(data["new_dynamic_shapes"])
+        item = failure_json(kind, data, paths, xfail=bool(getattr(failure, "xfail", False)),
+                            live_stack=live_stack(data) if live_stack is not None else None)
         if "op" in data:
             op = str(data["op"])
             if sites is None:
@@ -242,6 +261,7 @@ def exception_info(exc: BaseException) -> dict[str, Any]:
                     "end_col": getattr(fs, "end_colno", None),
                     "name": fs.name,
                     "loc": fs.line,
+                    **({"where": owner} if (owner := stacks.where(fs.filename)) else {}),
                 }
             )
         chain.append({"type": _type_name(cur), "message": _message(cur), "frames": frames})

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from exportlens.worker import stacks
+
 Emit = Callable[[dict[str, Any]], None]
 
 GRAPH_BREAK_LOG = "torch._dynamo.symbolic_convert.__graph_breaks"
@@ -63,6 +65,8 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
     """A live frame as JSON, with the exact columns of its current instruction (3.11+)."""
     code = frame.f_code
     out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": code.co_name}
+    if stacks.where(code.co_filename) == "stdlib":
+        out["where"] = "stdlib"  # not a library the user imported: the boundary logic skips it
     try:
         positions = list(code.co_positions())[frame.f_lasti // 2]
         line, end_line, col, end_col = positions
@@ -112,6 +116,8 @@ def parse_traceback(lines: list[str]) -> list[dict[str, Any]]:
             continue
         fr: dict[str, Any] = {"file": os.path.abspath(m["file"]) if not m["file"].startswith("<") else m["file"],
                               "line": int(m["line"]), "name": m["name"]}
+        if stacks.where(fr["file"]) == "stdlib":
+            fr["where"] = "stdlib"
         i += 1
         if i < len(lines) and not _TB_FILE.match(lines[i]) and lines[i].strip():
             fr["loc"] = lines[i].strip()

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture, compat, compile_watch, trace_watch
+from exportlens.worker import capture, compat, compile_watch, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -170,40 +170,83 @@ class Recorder:
 
     def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None,
             reraise: bool = True, **options: Any) -> Any:
-        """draft_export one target and emit its result; re-raise what export raised."""
+        """draft_export one target and emit its result; re-raise what export raised.
+
+        Each failure is streamed (`finding` event) as torch records it, with the whole Python
+        stack of that moment. When draft export itself crashes, plain `torch.export.export`
+        decides: if it passes, the crash is draft export's own; if not, its error is the finding.
+        """
         if self._draft is None:
             self.unsupported(name, file, line)
             return None
         started = time.perf_counter()
+        head = {"name": name, "file": file, "line": line, "kind": "export"}
+        self.emit({"event": "phase", "phase": "exporting", "target": name})
         self._active = True
         self.values.clear()
         self.floats.clear()
+
+        def stream(kind: str, data: dict[str, Any], stack: list[dict[str, Any]]) -> None:
+            item = capture.failure_json(kind, data, capture.intern_paths(), live_stack=stack)
+            if "op" in data:
+                item.update(capture.op_registration(str(data["op"]), self.defines))
+            self.emit({"event": "finding", **head, "failures": [item]})
+
+        watch = stacks.FailureWatch(stream)
         try:
-            ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
+            with watch:
+                ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
         except Exception as exc:  # draft_export re-raises all but constraint violations
-            self.reported.add(id(exc))
-            event = {"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-                     "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc)}
+            draft_info = capture.exception_info(exc)
+            event: dict[str, Any] = {"event": "target", **head}
             symbol = compat.float_item_bug(exc)
+            plain_exc: BaseException | None = exc
+            plain_ep = None
             if symbol is not None:
                 mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
                 event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol,
                                       "created": next((f for f in mine if not f.get("branch")), None),
                                       "branch": next((f for f in mine if f.get("branch")), None)}
+            elif _raised_inside_torch(exc):  # not the user's own code: would plain export pass?
+                try:
+                    plain_ep = self._export(mod, args, kwargs, **compat.export_options(self._export, options))
+                    plain_exc = None
+                except Exception as again:
+                    plain_exc = again
+            self._active = False
+            event["seconds"] = time.perf_counter() - started
+            if plain_exc is None:  # draft export's own bug: the target exports fine
+                event.update({"failures": [], "draft_crash": {**draft_info, "plain_export": "ok"}})
+                self.emit(event)
+                return plain_ep
+            self.reported.add(id(plain_exc))
+            event["exception"] = draft_info
+            if plain_exc is not exc:  # the server tells a draft-export crash from the user's own error
+                event["draft_crash"] = {**draft_info, "plain_export": "failed"}
+                event["plain_exception"] = capture.exception_info(plain_exc)
             self.emit(event)
             if reraise:
-                raise
+                raise plain_exc from None
             return None
         finally:
             self._active = False
         seconds = time.perf_counter() - started
-        failures = capture.report_failures(ep, self.defines)
+        failures = capture.report_failures(ep, self.defines, watch.stack_of)
         saved = self._save_profiles(ep, file, line) if self.save_profiles else None
-        self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-                   "seconds": seconds, "failures": failures, "values": dict(self.values),
+        self.emit({"event": "target", **head, "seconds": seconds, "failures": failures, "values": dict(self.values),
                    "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
                    "op_profiles": saved})
         return ep
+
+
+def _raised_inside_torch(exc: BaseException) -> bool:
+    """Whether the innermost frame of the exception is torch's (not the user's or a library's)."""
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and stacks.where(last) in ("torch", "generated")
 
 
 def _save_profiles_to(ep: Any, path: str) -> dict[str, Any]:

@@ -1,0 +1,135 @@
+"""Where a problem inside a library meets the project: the boundary line and the library line.
+
+Real models are built from libraries (torchvision, transformers, PyG): the guard, the op without
+a fake kernel or the graph break is in site-packages, and the line the user can act on is the
+innermost line of the project that called into the library (`self.detector(images)`). Every
+stack torch offers is tried in order of completeness — the live Python stack recorded when torch
+logged the problem, the exception's traceback, dynamo's user stack, draft export's 3 kept frames.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from exportlens.findings.placement import Frame
+from exportlens.model import Range, Related
+from exportlens.project import is_user_file
+from exportlens.source import Source
+
+SHORT_EXPR = 120  # longer symbolic expressions are shortened in messages; the whole one stays in data
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+
+
+@dataclass(frozen=True)
+class LibraryFrame:
+    """A frame inside a library (outside the project, not torch, not the standard library)."""
+
+    file: str
+    line: int
+    name: str
+    qualname: str
+    loc: str | None
+    package: str
+    col: int | None = None
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "function": self.qualname, "source": self.loc,
+                "package": self.package}
+
+    def as_frame(self) -> Frame:
+        return Frame(self.file, self.line, self.name, self.col, self.end_line, self.end_col)
+
+    def where(self) -> str:
+        """`minilib/postprocess.py:8` — the path from the package on, as an import would name it."""
+        parts = os.path.abspath(self.file).split(os.sep)
+        for marker in _PACKAGE_DIRS:
+            if marker in parts:
+                return "/".join(parts[len(parts) - parts[::-1].index(marker):]) + f":{self.line}"
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+@dataclass
+class Boundary:
+    frame: Frame  # the innermost project frame: the user's call into the library (or the problem itself)
+    outer: list[Frame]  # project frames around it, outermost first
+    library: list[LibraryFrame] = field(default_factory=list)  # inside the library, outermost first
+    source: str = ""  # which stack told: live, traceback, dynamo, torch
+
+    @property
+    def inside(self) -> LibraryFrame | None:
+        """The library line where the problem happened (None: it happened in the project)."""
+        return self.library[-1] if self.library else None
+
+    def chain(self) -> list[dict[str, Any]]:
+        """Every frame from the project's call to the library line, for the hover and `data`."""
+        return ([{"file": self.frame.file, "line": self.frame.line, "function": self.frame.name, "project": True}]
+                + [{**lib.to_json(), "project": False} for lib in self.library])
+
+
+def is_torch(path: str) -> bool:
+    parts = os.path.abspath(path).split(os.sep)
+    return any(parts[i] in _PACKAGE_DIRS and parts[i + 1] in ("torch", "functorch")
+               for i in range(len(parts) - 1))
+
+
+def package_of(path: str) -> str:
+    """The import name of a library file's top package (`minilib`), else its folder's name."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in _PACKAGE_DIRS:
+            top = parts[i + 1]
+            return top[:-3] if top.endswith(".py") else top
+    return os.path.basename(os.path.dirname(path))
+
+
+def _is_library(fr: dict[str, Any], root: str) -> bool:
+    file = str(fr.get("file") or "")
+    return bool(file) and not file.startswith("<") and not fr.get("where") and not is_torch(file) \
+        and not is_user_file(file, root)
+
+
+def locate(stacks: Iterable[tuple[str, list[dict[str, Any]] | None]], root: str) -> Boundary | None:
+    """The boundary from the first stack (most complete first) that has a line of the project."""
+    for source, frames in stacks:
+        frames = [f for f in frames or [] if f.get("file") and f.get("line")]
+        idx = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(str(frames[i]["file"]), root)), None)
+        if idx is None:
+            continue
+        outer = [Frame.from_json(f) for f in frames[:idx] if is_user_file(str(f["file"]), root)]
+        library = [LibraryFrame(str(f["file"]), int(f["line"]), str(f.get("name") or ""),
+                                str(f.get("qualname") or f.get("name") or ""), f.get("loc"), package_of(str(f["file"])),
+                                f.get("col"), f.get("end_line"), f.get("end_col"))
+                   for f in frames[idx + 1:] if _is_library(f, root)]
+        return Boundary(Frame.from_json(frames[idx]), outer, library, source)
+    return None
+
+
+def shorten(text: str, limit: int = SHORT_EXPR) -> str:
+    """A long symbolic expression cut to `limit` characters (the whole one stays in `data`)."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def library_range(src: Source | None, lib: LibraryFrame) -> Range:
+    if src is None:
+        return Range.of(lib.line - 1, 0, lib.line - 1, 0)
+    from exportlens.findings import placement
+
+    return placement.frame_range(src, lib.as_frame())
+
+
+def library_related(src: Source | None, lib: LibraryFrame, what: str = "it happens here") -> Related:
+    """The library line as a related location: the real path, the function and its source text."""
+    code = f": `{shorten(lib.loc, 80)}`" if lib.loc else ""
+    return Related(lib.file, library_range(src, lib),
+                   f"{what}, in the library {lib.package} ({lib.where()}, in `{lib.qualname}`){code}")
+
+
+def upstream_search(lib: LibraryFrame, what: str) -> str:
+    """Text to search the library's issue tracker with."""
+    return f"{lib.package} {lib.qualname} {what}"

@@ -1,0 +1,205 @@
+"""Problems inside a library: on the project's line that called into it, with the library line related.
+
+`examples/library_project/` uses `minilib`, installed (not editable) into the venv from its
+`libsrc/` folder by the Makefile, so its files live in site-packages, outside the project. The
+library has a data-dependent guard in two places, a custom op without a fake kernel and a graph
+break; each is its own diagnostic on `self.detector(images)` / `filter_scores(scores, 0.5)`.
+Also: draft export's own crashes told apart by plain export, and findings kept across a timeout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, ROOT, SyncEngine
+
+from exportlens import project
+from exportlens.fixes import registry
+from exportlens.model import INFORMATION, Diagnostic, Range
+
+LIB_PROJECT = EXAMPLES / "library_project"
+SPEC = importlib.util.find_spec("minilib")
+if SPEC is None or SPEC.origin is None:
+    pytest.fail("the example library minilib is not installed in this venv: run `make .venv/.installed`", pytrace=False)
+MINILIB = Path(SPEC.origin).parent
+BOUNDARY = (12, 16, 12, 37)  # `self.detector(images)` in detect.py, 0-based as in LSP
+
+
+def rng(r: Range) -> tuple[int, int, int, int]:
+    return (r.start.line, r.start.character, r.end.line, r.end.character)
+
+
+def library_related(d: Diagnostic) -> list[tuple[str, tuple[int, int, int, int]]]:
+    return [(os.path.relpath(r.file, MINILIB), rng(r.range)) for r in d.related if r.file.startswith(str(MINILIB))]
+
+
+def test_the_library_lives_outside_the_project() -> None:
+    assert "site-packages" in MINILIB.parts
+    assert not project.is_user_file(str(MINILIB / "detector.py"), str(LIB_PROJECT))
+    assert not (LIB_PROJECT / "minilib").exists()  # `import minilib` from the project finds the installed copy
+
+
+def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: SyncEngine) -> None:
+    result = engine.check(LIB_PROJECT / "detect.py")
+    got = [(os.path.basename(d.file), rng(d.range), d.code) for d in result.diagnostics]
+    assert got == [("detect.py", BOUNDARY, "data-dependent-guard"), ("detect.py", BOUNDARY, "data-dependent-guard"),
+                   ("detect.py", BOUNDARY, "missing-fake-kernel")]
+    first, second, fake = result.diagnostics
+    # the library line as related location: the real file in site-packages, the exact expression
+    assert library_related(first) == [("detector.py", (16, 11, 16, 30))]
+    assert library_related(second) == [("postprocess.py", (7, 7, 7, 26)), ("detector.py", (19, 15, 19, 61))]
+    assert library_related(fake) == [("detector.py", (15, 16, 15, 36)), ("ops.py", (6, 4, 6, 16))]
+    assert "in `limit_detections`" in second.related[0].message and "`if num_kept > max_keep:`" in second.related[0].message
+    # the message speaks the library's names, and says what the user can do
+    assert "`boxes.shape[0] == 0`" in first.message and "minilib/detector.py:17" in first.message
+    assert "`num_kept > max_keep`" in second.message and "torch saw `u2 > 2`" in second.message
+    assert "minilib/postprocess.py:8" in second.message and "never edits it" in second.message
+    assert second.data["library_frame"] == {"file": str(MINILIB / "postprocess.py"), "line": 8, "function": "limit_detections",
+                                            "source": "if num_kept > max_keep:", "package": "minilib"}
+    assert [f["function"] for f in second.data["library_chain"]] == ["forward", "TinyDetector.forward", "limit_detections"]
+    assert second.data["upstream_search"] == "minilib limit_detections torch.export data-dependent"
+    assert "register_fake(\"minilib::decode_boxes\")" in fake.message
+    assert [t.status for t in result.targets] == ["problems"]
+
+
+def test_fixes_never_edit_the_library(engine: SyncEngine, tmp_path: Path) -> None:
+    result = engine.check(LIB_PROJECT / "detect.py")
+    registry.attach(result.diagnostics)
+    assert [len(d.fixes) for d in result.diagnostics] == [0, 0, 1]  # the guards' names are the library's
+    edited = {e.file for d in result.diagnostics for f in d.fixes for e in f.edits}
+    assert edited == {str(LIB_PROJECT / "detect.py")}  # only the fake kernel, registered in the project
+    (fix,) = next(d for d in result.diagnostics if d.code == "missing-fake-kernel").fixes
+    assert (fix.edits[0].range.start.line, fix.edits[0].new_text.strip()) == (6, (
+        '@torch.library.register_fake("minilib::decode_boxes")\ndef _decode_boxes_fake(deltas):\n'
+        '    ctx = torch.library.get_ctx()\n'
+        '    return torch.empty((ctx.new_dynamic_size(), deltas.shape[1]), dtype=torch.float32, device=deltas.device)'))
+    # with the fake kernel registered in the project, that finding is gone and the guards stay
+    work = tmp_path / "library_project"
+    work.mkdir()
+    (work / "pyproject.toml").write_text((LIB_PROJECT / "pyproject.toml").read_text())
+    (work / "detect.py").write_text((LIB_PROJECT / "detect.py").read_text())
+    moved = [Diagnostic.from_json({**d.to_json(with_data=True), "file": str(work / "detect.py")}) for d in result.diagnostics]
+    applied = registry.apply_preferred(moved, write=True)
+    assert list(applied.changed) == [str(work / "detect.py")]
+    after = engine.check(work / "detect.py")
+    assert [d.code for d in after.diagnostics] == ["data-dependent-guard", "data-dependent-guard"]
+
+
+def test_fix_registry_refuses_edits_outside_the_project(tmp_path: Path) -> None:
+    lib = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "somelib"
+    lib.mkdir(parents=True)
+    (lib / "ops.py").write_text('import torch\n\n\n@torch.library.custom_op("somelib::op", mutates_args=())\n'
+                                "def op(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("")
+    (proj / "model.py").write_text("import torch\nimport somelib\n\nx = 1\n")
+    data = {"op": "somelib.op.default", "qualname": "somelib::op",
+            "definition": {"file": str(lib / "ops.py"), "line": 4, "kind": "custom_op", "function": "op"},
+            "profiles": [{"args": [{"rank": 1, "dtype": "torch.float32", "device": "cpu"}],
+                          "out": {"rank": 1, "dtype": "torch.float32", "device": "cpu"}}]}
+    diag = Diagnostic(str(proj / "model.py"), Range.of(3, 0, 3, 5), 1, "missing-fake-kernel", "m", "t", data=data)
+    assert registry._fixes_for(diag, registry.read_disk)[0].edits[0].file == str(lib / "ops.py")  # what it would do
+    assert registry.fixes_for(diag) == []  # ...is refused: never an edit inside site-packages
+    diag.data["library"] = "somelib"
+    (fix,) = registry.fixes_for(diag)
+    assert [e.file for e in fix.edits] == [str(proj / "model.py")]
+
+
+def test_graph_break_inside_the_library(engine: SyncEngine) -> None:
+    result = engine.check(LIB_PROJECT / "compiled.py")
+    (d,) = result.diagnostics
+    assert (os.path.basename(d.file), rng(d.range), d.code) == ("compiled.py", (7, 11, 7, 37), "graph-break")
+    assert library_related(d) == [("postprocess.py", (13, 7, 13, 32))]
+    assert "inside the library minilib (minilib/postprocess.py:14, in `filter_scores`)" in d.message
+    assert "`scores.max() > threshold`" in d.message
+    registry.attach(result.diagnostics)
+    assert d.fixes == []  # a torch.cond rewrite of the user's line would be wrong: the branch is the library's
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+    return subprocess.run([sys.executable, "-m", "exportlens", "check", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=ROOT)
+
+
+def test_text_json_and_sarif_carry_the_boundary_and_the_library_line() -> None:
+    path = str(LIB_PROJECT / "detect.py")
+    text = _cli(path)
+    assert text.returncode == 1, text.stderr
+    lines = text.stdout.splitlines()
+    heads = [ln.split(": ", 2)[:2] for ln in lines if "[" in ln and not ln.startswith(" ")]
+    assert heads == [["examples/library_project/detect.py:13:17", "error[data-dependent-guard]"]] * 2 + \
+        [["examples/library_project/detect.py:13:17", "error[missing-fake-kernel]"]]
+    assert any(ln.strip().startswith(str(MINILIB / "postprocess.py") + ":8:8: note: it happens here")
+               or "minilib/postprocess.py:8:8: note: it happens here" in ln for ln in lines)
+    doc = json.loads(_cli(path, "--format", "json").stdout)
+    rels = [(d["code"], d["range"]["start"]["line"], [(r["file"], r["range"]["start"]["line"]) for r in d["related"]])
+            for d in doc["diagnostics"]]
+    assert rels[1] == ("data-dependent-guard", 12, [(str(MINILIB / "postprocess.py"), 7), (str(MINILIB / "detector.py"), 19)])
+    sarif = json.loads(_cli(path, "--format", "sarif").stdout)
+    results = sarif["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["data-dependent-guard", "data-dependent-guard", "missing-fake-kernel"]
+    region = results[1]["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (13, 17)
+    related = results[1]["relatedLocations"][0]["physicalLocation"]
+    assert related["artifactLocation"]["uri"].endswith("minilib/postprocess.py")
+    assert related["region"]["startLine"] == 8
+
+
+def test_draft_export_crash_where_plain_export_passes_is_no_error(engine: SyncEngine) -> None:
+    result = engine.check(EXAMPLES / "draft_crash/cond_operands.py")
+    (d,) = result.diagnostics
+    assert (d.code, d.severity, rng(d.range)) == ("draft-export-crashed", INFORMATION, (6, 0, 6, 27))
+    assert "plain torch.export.export passes" in d.message and "torch.cond operands" in d.message
+    assert d.data["plain_export"] == "ok"
+    assert "SymIntArrayRef expected to contain only concrete integers" in d.data["draft_export_error"]["message"]
+    assert d.data["repro"].startswith("python -c \"import runpy, torch; s = runpy.run_path(")
+    assert [t.status for t in result.targets] == ["ok"]
+
+
+def test_draft_export_crash_where_plain_export_fails_reports_that_failure(engine: SyncEngine) -> None:
+    result = engine.check(EXAMPLES / "draft_crash/item_index.py")
+    (d,) = result.diagnostics
+    assert (d.code, rng(d.range)) == ("export-error", (10, 11, 10, 16))  # `a > 2`, from plain export's traceback
+    assert "Could not guard on data-dependent expression u0 > 2" in d.message
+    assert "Draft export crashed first" in d.message and d.data["plain_export"] == "failed"
+    assert "_check_fake_real_tensors" in json.dumps(d.data["draft_export_error"]) or d.data["crash_family"]
+
+
+HANGS_AFTER_GUARD = '''import time
+
+import torch
+
+
+class Slow(torch.nn.Module):
+    def forward(self, x):
+        n = x.item()
+        if n > 2:
+            x = x + 1
+        time.sleep(3600)
+        return x
+
+
+model = Slow()
+example_args = (torch.tensor(3),)
+'''
+
+
+def test_a_timeout_keeps_the_guard_torch_recorded_before_it(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "slow.py").write_text(HANGS_AFTER_GUARD)
+    out = _cli(str(tmp_path / "slow.py"), "--timeout", "20", "--format", "json")
+    doc = json.loads(out.stdout)
+    got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["character"])
+           for d in doc["diagnostics"]]
+    assert got == [("data-dependent-guard", 8, 11, 16), ("worker-timeout", 14, 0, 14)], out.stderr[-2000:]
+    assert "torch._check(n > 2)" in doc["diagnostics"][0]["message"]
+    assert "Raise --timeout" in doc["diagnostics"][1]["message"] and "1 problem torch recorded" in doc["diagnostics"][1]["message"]
+    assert [t["status"] for t in doc["targets"]] == ["timeout"]
