@@ -20,8 +20,8 @@ from exportlens.sarif import SARIF_SCHEMA_URI, github_line_hashes, to_sarif
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 ALL_CODES = [
     "data-dependent-guard", "missing-fake-kernel", "mismatched-fake-kernel", "guard-added",
-    "export-error", "draft-export-crashed", "graph-break", "recompile", "tracer-warning", "trace-check-failed",
-    "syntax-error", "worker-crashed", "worker-timeout", "target-error", "no-target",
+    "export-error", "graph-break", "recompile", "tracer-warning", "trace-check-failed",
+    "syntax-error", "worker-crashed", "worker-timeout", "target-error", "no-target", "draft-export-crashed",
 ]  # fmt: skip
 # RFC 3986: a relative reference whose first segment has no ":", and absolute file URIs.
 _URI_CHARS = r"[A-Za-z0-9\-._~%!$&'()*+,;=:@/]"

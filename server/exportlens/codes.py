@@ -95,17 +95,6 @@ _TABLE: tuple[CodeInfo, ...] = (
         DRAFT_EXPORT_URL,
     ),
     CodeInfo(
-        "draft-export-crashed",
-        "Draft export crashed, but plain torch.export.export passes",
-        "torch.export.draft_export itself raised an internal error on this target while plain "
-        "torch.export.export succeeded with the same arguments, so your model exports: this is "
-        "most likely a PyTorch bug in draft export, not a problem in your code. The diagnostic's "
-        "data carries draft export's raw error and a command that reproduces it, for a PyTorch "
-        "issue report.",
-        INFORMATION,
-        DRAFT_EXPORT_URL,
-    ),
-    CodeInfo(
         "graph-break",
         "torch.compile graph break",
         "TorchDynamo could not trace this code into the compiled graph, so it split the graph "
@@ -192,6 +181,18 @@ _TABLE: tuple[CodeInfo, ...] = (
         "pyproject.toml.",
         INFORMATION,
         None,
+    ),
+    # Added after the first release: new codes go last, so SARIF rule indices stay stable.
+    CodeInfo(
+        "draft-export-crashed",
+        "Draft export crashed, but plain torch.export.export passes",
+        "torch.export.draft_export itself raised an internal error on this target while plain "
+        "torch.export.export succeeded with the same arguments, so your model exports: this is "
+        "most likely a PyTorch bug in draft export, not a problem in your code. The diagnostic's "
+        "data carries draft export's raw error and a command that reproduces it, for a PyTorch "
+        "issue report.",
+        INFORMATION,
+        DRAFT_EXPORT_URL,
     ),
 )
 

@@ -39,8 +39,12 @@ def export_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
 
 def failure_boundary(ctx: Context, failure: dict[str, Any]) -> boundary.Boundary | None:
     """The project's line for a failure: the live stack first, then the frames torch kept."""
-    found = boundary.locate([("live", failure.get("live_stack")), ("torch", failure.get("user_stack")),
-                             ("torch", failure.get("stack"))], ctx.root)
+    live = failure.get("live_stack")
+    kept = [f for f in failure.get("user_stack") or [] if f.get("file") and not f.get("where")]
+    if live and kept and not any((f.get("file"), f.get("line")) == (kept[-1]["file"], kept[-1]["line"]) for f in live):
+        live = None  # strict export: dynamo traced the code, the live Python stack is not the user's
+    found = boundary.locate([("live", live), ("torch", failure.get("user_stack")), ("torch", failure.get("stack"))],
+                            ctx.root)
     if found is not None:  # the export call itself is the target, not a caller to list
         found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
     return found

@@ -83,9 +83,11 @@ def tracer_warning(ctx: Context, event: dict[str, Any], finding: dict[str, Any])
     else:
         file, rng, how = placed
     src = ctx.source(file)
-    code = src.text_of(rng) if src is not None and rng.start.line == rng.end.line else ""
-    kind, message = _warning_text(str(finding.get("message") or ""), code)
     on_call = file == ctx.target_file and rng.start.line == ctx.target_line - 1
+    # the code is the converted value only on the warning's own line, never the trace call or a caller
+    code = src.text_of(rng) if src is not None and rng.start.line == rng.end.line and how in ("warning", "suffix") \
+        and not on_call else ""
+    kind, message = _warning_text(str(finding.get("message") or ""), code)
     related = [] if on_call else site_related(ctx, "traced here with torch.jit.trace")
     data = {"kind": kind, "warning": finding.get("message"), "category": finding.get("category"),
             "torch_location": {"file": finding.get("file"), "line": finding.get("line")}, "placed": how,
