@@ -183,8 +183,8 @@ class Engine:
                                       status, float(event.get("seconds", 0.0)))
                     result.targets.append(tr)
                     seen.add(tr.name)
-                    if event.get("op_profiles"):
-                        result.op_profiles.append({"target": tr.name, **event["op_profiles"]})
+                    if saved := event.get("op_profiles"):
+                        result.op_profiles.append({"target": tr.name, **saved})
                     if on_target:
                         on_target(tr)
                 elif kind == "done" and event.get("status") in ("crashed", "timeout"):

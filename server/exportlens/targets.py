@@ -11,6 +11,8 @@ import ast
 import os
 from dataclasses import dataclass, field
 
+from exportlens.protocol import JobSpec
+
 EXPORT_FUNCS = {"export", "draft_export"}
 
 
@@ -32,7 +34,7 @@ class FileTargets:
     compile: bool = False  # the file calls torch.compile: watch graph breaks and recompiles
     trace: bool = False  # the file calls torch.jit.trace: watch tracer warnings and checks
 
-    def job(self, path: str, root: str) -> dict[str, object]:
+    def job(self, path: str, root: str) -> JobSpec:
         """The worker request for this file."""
         return {"file": path, "root": root, "main": self.run_as_main, "module_vars": self.module_vars,
                 "factories": self.factories, "lines": self.lines, "compile": self.compile, "trace": self.trace}

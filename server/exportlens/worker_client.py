@@ -14,6 +14,8 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from exportlens.protocol import DoneEvent, JobEvent, JobSpec, Request, RunRequest
+
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READY_TIMEOUT = 180.0
 RETRY_START_AFTER = 30.0  # a zygote that failed to start is not started again for every file of a check
@@ -31,7 +33,7 @@ class WorkerClient:
         self.log = log or (lambda line: None)
         self.info: dict[str, Any] = {}
         self._proc: asyncio.subprocess.Process | None = None
-        self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._queues: dict[str, asyncio.Queue[JobEvent]] = {}
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._start_lock = asyncio.Lock()
         self._ids = itertools.count(1)
@@ -114,8 +116,9 @@ class WorkerClient:
         for job_id, queue in list(self._queues.items()):
             if self._owner.get(job_id) is not proc:
                 continue
-            queue.put_nowait({"event": "done", "id": job_id, "status": "crashed", "worker_died": True,
-                              "detail": f"the worker process died (exit status {code})", "stderr": ""})
+            died: DoneEvent = {"event": "done", "id": job_id, "status": "crashed", "worker_died": True,
+                               "detail": f"the worker process died (exit status {code})", "stderr": ""}
+            queue.put_nowait(died)
 
     def _startup_failure(self, code: int) -> str:
         tail = "\n".join(self._stderr_tail[-12:])
@@ -123,21 +126,21 @@ class WorkerClient:
             return f"the interpreter '{self.python}' has no torch installed (pip install torch)"
         return f"the worker exited with status {code} while starting:\n{tail}"
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: Request) -> None:
         assert self._proc is not None and self._proc.stdin is not None
         self._proc.stdin.write((json.dumps(message) + "\n").encode())
         await self._proc.stdin.drain()
 
-    async def run(self, job: dict[str, Any], *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[dict[str, Any]]:
+    async def run(self, job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         """Run one job; yield its `started`, `target` … events, ending with `done`.
 
         Cancelling the consumer kills the job's process.
         """
         job_id = str(next(self._ids))
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[JobEvent] = asyncio.Queue()
         self._queues[job_id] = queue
         finished = False
-        message = {"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb}
+        message: RunRequest = {"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb}
         try:
             for attempt in (1, 2):  # a zygote found dead before the job started is restarted once
                 await self.start()

@@ -9,19 +9,18 @@ torch's frames and symbols into ranges and source names.
 
 from __future__ import annotations
 
-from typing import Any
-
 from exportlens.findings.compile import compile_diagnostics
 from exportlens.findings.context import Context, new_diagnostic, target_anchor
 from exportlens.findings.errors import crash_diagnostic, draft_crash_diagnostics, exception_diagnostic
 from exportlens.findings.export import export_diagnostics, float_item_bug
 from exportlens.findings.trace import trace_diagnostics
 from exportlens.model import Diagnostic
+from exportlens.protocol import TargetEvent
 
 __all__ = ["Context", "crash_diagnostic", "from_event"]
 
 
-def from_event(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+def from_event(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     """All diagnostics of one `target` event of the worker."""
     kind = event.get("kind")
     out: list[Diagnostic] = []

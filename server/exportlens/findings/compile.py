@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from exportlens import codes
 from exportlens.findings import boundary, placement
@@ -21,6 +20,18 @@ from exportlens.findings.context import (
 )
 from exportlens.findings.placement import Frame
 from exportlens.model import ERROR, HINT, Diagnostic, Related
+from exportlens.protocol import (
+    Change,
+    CodeLocation,
+    FixChoice,
+    FrameInfo,
+    GraphBreakData,
+    GraphBreakFinding,
+    RecompileData,
+    RecompileFinding,
+    RecompileLimitFinding,
+    TargetEvent,
+)
 
 # Graph breaks are told apart by their gb_type title, the same from torch 2.8 to 2.14; the ids are
 # not (2.8 logs none, 2.9/2.10 log the data-dependent branch without one, and a deepcopy of a tensor
@@ -45,39 +56,40 @@ _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
 
 _UNHELPFUL_HINTS = ("Please report an issue to PyTorch.",)
 
-def compile_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+def compile_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     raw = event.get("compile_findings") or []
     for finding in raw:
-        if finding.get("type") == "graph-break":
+        if finding["type"] == "graph-break":
             out.append(graph_break(ctx, event, finding))
-    by_code: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_code: dict[tuple[str, int], list[RecompileFinding | RecompileLimitFinding]] = {}
     for finding in raw:
-        if finding.get("type") in ("recompile", "recompile-limit"):
-            code = finding.get("code") or {}
+        if finding["type"] == "recompile" or finding["type"] == "recompile-limit":
+            code = finding.get("code")
             by_code.setdefault((str(code.get("file")), int(code.get("line") or 0)), []).append(finding)
     for group in by_code.values():
         out.append(recompiles(ctx, event, group))
     return out
 
-def _compiled_name(event: dict[str, Any]) -> str:
-    return str((event.get("definition") or {}).get("name") or "the compiled function")
+def _compiled_name(event: TargetEvent) -> str:
+    definition = event.get("definition")
+    return str((definition["name"] if definition else None) or "the compiled function")
 
-def _hints(finding: dict[str, Any]) -> list[str]:
+def _hints(finding: GraphBreakFinding) -> list[str]:
     return [h for h in finding.get("hints") or [] if h and h not in _UNHELPFUL_HINTS]
 
 
-def break_kind(finding: dict[str, Any]) -> str | None:
+def break_kind(finding: GraphBreakFinding) -> str | None:
     """Which known graph break this is: by torch's title, else by its gb id."""
     title = str(finding.get("title") or "").strip()
     return _KIND_BY_TITLE.get(title) or _KIND_BY_TITLE.get(title.rstrip(".")) or _KIND_BY_ID.get(str(finding.get("gb_id")))
 
 
-def _break_fixes(finding: dict[str, Any], frame: Frame | None, event: dict[str, Any]) -> list[dict[str, Any]]:
+def _break_fixes(finding: GraphBreakFinding, frame: Frame | None, event: TargetEvent) -> list[FixChoice]:
     """Which of the issue's fixes apply to this break, most useful first."""
     kind = break_kind(finding)
     hints = " ".join(finding.get("hints") or [])
-    fixes: list[dict[str, Any]] = []
+    fixes: list[FixChoice] = []
     if kind == BRANCH:
         fixes.append({"fix": "torch_cond"})
     elif kind == ITEM or "capture_scalar_outputs" in hints:
@@ -86,13 +98,13 @@ def _break_fixes(finding: dict[str, Any], frame: Frame | None, event: dict[str, 
     elif "reorderable_logging_functions" in hints:
         m = _BUILTIN.search(finding.get("explanation") or "")
         fixes.append({"fix": "reorderable_logging", "function": m["name"] if m else "print"})
-    definition = event.get("definition") or {}
+    definition = event.get("definition")
     if frame is not None and frame.name and frame.name != "<module>" and (
-            frame.name != definition.get("name") or os.path.abspath(frame.file) != definition.get("file")):
+            definition is None or frame.name != definition["name"] or os.path.abspath(frame.file) != definition["file"]):
         fixes.append({"fix": "compiler_disable", "function": frame.name, "file": frame.file, "line": frame.line})
     return fixes
 
-def _break_text(finding: dict[str, Any], test: str) -> str:
+def _break_text(finding: GraphBreakFinding, test: str) -> str:
     kind = break_kind(finding)
     title = str(finding.get("title") or "an unsupported construct").rstrip(".")
     explanation = str(finding.get("explanation") or "").split("\n", 1)[0].strip()
@@ -158,9 +170,9 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
     if b is not None and b.inside is not None:
         return _library_break(ctx, event, finding, b)
     frames = placement.user_frames(finding.get("frames") or [], ctx.root)
-    at = finding.get("at") or {}
-    if not frames and is_user(ctx, at.get("file")):
-        frames = [Frame(at["file"], int(at["line"]))]
+    at = finding.get("at")
+    if not frames and at and at.get("line") and is_user(ctx, at["file"]):
+        frames = [Frame(at["file"], int(at["line"] or 0))]
     frame = frames[-1] if frames else None
     test = ""
     if frame is not None and ctx.source(frame.file) is not None:
@@ -192,10 +204,10 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
                for f in reversed(frames[:-1])]
     related += site_related(ctx, "compiled here with torch.compile")
     fixes = _break_fixes(finding, frame, event)
-    data = {
+    data: GraphBreakData = {
         "kind": "graph-break", "break": break_kind(finding), "gb_id": finding.get("gb_id"), "url": finding.get("url"),
         "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
-        "hints": finding.get("hints") or [], "torch_location": at, "user_line": frame.line if frame else None,
+        "hints": finding.get("hints") or [], "torch_location": at or {}, "user_line": frame.line if frame else None,
         "function": frame.name if frame else None, "compiled": event.get("definition"),
         "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
         "compile_options": event.get("compile_options") or {},
@@ -209,7 +221,7 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
         data["fullgraph"] = True
     return diag
 
-def what_changed(guard: str) -> dict[str, Any]:
+def what_changed(guard: str) -> Change:
     """A failed guard in plain words: a tensor dimension, a Python number, or torch's text."""
     m = _SIZE_GUARD.search(guard)
     if m:
@@ -224,13 +236,19 @@ def what_changed(guard: str) -> dict[str, Any]:
                 "keeps": f"the value of the Python number `{m['name']}`"}
     return {"kind": "other", "text": f"the guard `{guard}` failed", "keeps": f"what the guard `{guard}` checks"}
 
-def recompiles(ctx: Context, event: dict[str, Any], group: list[dict[str, Any]]) -> Diagnostic:
-    recs = [f for f in group if f.get("type") == "recompile"]
-    limit = next((f for f in group if f.get("type") == "recompile-limit"), None)
-    code = (group[0].get("code") or {})
+def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | RecompileLimitFinding]) -> Diagnostic:
+    recs: list[RecompileFinding] = []
+    limit: RecompileLimitFinding | None = None
+    for f in group:
+        if f["type"] == "recompile":
+            recs.append(f)
+        elif limit is None:
+            limit = f
+    code: CodeLocation = group[0]["code"]
     fn = str(code.get("name") or _compiled_name(event))
-    first = (recs[0]["failures"][0] if recs and recs[0].get("failures") else {"guard": (limit or {}).get("reason", "")})
-    guard = str(first.get("guard") or first.get("reason") or "")
+    failure = recs[0]["failures"][0] if recs and recs[0].get("failures") else None
+    first_frames: list[FrameInfo] = failure.get("frames", []) if failure else []
+    guard = str((failure.get("guard") or failure.get("reason") or "") if failure else (limit.get("reason", "") if limit else ""))
     if limit is not None and not recs:
         guard = re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or ""))
     change = what_changed(guard)
@@ -243,7 +261,7 @@ def recompiles(ctx: Context, event: dict[str, Any], group: list[dict[str, Any]])
         message += (f" It then hit {limit.get('config', 'recompile_limit')} ({limit.get('limit')}): "
                     f"{last['keeps']} keeps changing, so later calls run without compilation.")
     options = event.get("compile_options") or {}
-    fixes: list[dict[str, Any]] = []
+    fixes: list[FixChoice] = []
     if change["kind"] == "size":
         if options.get("dynamic") is False:
             fixes.append({"fix": "drop_dynamic_false", "compile_call": {"file": ctx.target_file, "line": ctx.target_line}})
@@ -256,17 +274,17 @@ def recompiles(ctx: Context, event: dict[str, Any], group: list[dict[str, Any]])
         fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
         message += f" Pass `{change['name']}` as a tensor so a new value does not compile again."
     related: list[Related] = []
-    calls = [f for f in (recs[0] if recs else limit or {}).get("call_stack") or []]
-    sites = placement.user_frames(calls, ctx.root)
+    triggered: RecompileFinding | RecompileLimitFinding | None = recs[0] if recs else limit
+    sites = placement.user_frames(triggered.get("call_stack", []) if triggered else [], ctx.root)
     if sites:
         site = sites[-1]
         related.append(Related(site.file, frame_range(ctx, site), "this call triggered the recompile"))
-    for fr in placement.user_frames(first.get("frames") or [], ctx.root)[-1:]:
+    for fr in placement.user_frames(first_frames, ctx.root)[-1:]:
         src = ctx.source(fr.file)
         if src is not None:
             related.append(Related(fr.file, placement.statement_range(src, fr.line), "the guarded value is used here"))
     related += site_related(ctx, "compiled here with torch.compile")
-    data = {
+    data: RecompileData = {
         "kind": "recompile", "function": fn, "code": code, "recompiles": count, "guard": guard, "change": change,
         "reasons": [r.get("reason") for r in recs], "limit_hit": limit is not None,
         "limit": limit.get("limit") if limit else None, "url": codes.RECOMPILATION_URL,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from exportlens import codes
 from exportlens.findings import boundary, placement
 from exportlens.findings.placement import Frame, SourceLoader
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
+from exportlens.protocol import CodeLocation, DiagnosticData
 from exportlens.source import Source
 
 
@@ -28,10 +28,13 @@ class Context:
         return self.load(path)
 
 def new_diagnostic(ctx: Context, file: str, rng: Range, code: str, message: str, *, related: list[Related] | None = None,
-         data: dict[str, Any] | None = None, severity: int | None = None) -> Diagnostic:
-    """A diagnostic of this target; its default severity is the code's own, from `codes`."""
+         data: DiagnosticData | None = None, severity: int | None = None) -> Diagnostic:
+    """A diagnostic of this target; its default severity is the code's own, from `codes`.
+
+    `data` is the code's type in `protocol.DATA_BY_CODE`; the diagnostic keeps it as a plain dict.
+    """
     return Diagnostic(file=file, range=rng, severity=severity or codes.CODES[code].severity, code=code,
-                      message=message, target=ctx.target, related=related or [], data=data or {})
+                      message=message, target=ctx.target, related=related or [], data=dict(data or {}))
 
 def base(path: str) -> str:
     return os.path.basename(path)
@@ -78,7 +81,7 @@ def site_range(src: Source, line: int) -> Range:
         return src.line_range(line)
     return placement.statement_range(src, line)
 
-def def_anchor(ctx: Context, code: dict[str, Any] | None) -> tuple[str, Range] | None:
+def def_anchor(ctx: Context, code: CodeLocation | None) -> tuple[str, Range] | None:
     """The name in the `def` of a compiled function (`co_firstlineno` may be its decorator)."""
     if not code or not is_user(ctx, code.get("file")):
         return None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from exportlens.findings import boundary, placement
 from exportlens.findings.context import Context, new_diagnostic, outer_related, target_anchor
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
+from exportlens.protocol import CrashData, ExceptionInfo, ExportErrorData, SyntaxErrorData
 
 _FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
@@ -17,14 +17,15 @@ _DRAFT_FOOTER = re.compile(r"\n\s*(The error above occurred when calling torch\.
                            r"If you would like to view|For more information about this error|"
                            r"To execute this test, run|from user code:).*", re.S)
 
-def exception_diagnostic(ctx: Context, exc: dict[str, Any], *, target_error: str | None = None) -> Diagnostic:
+def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str | None = None) -> Diagnostic:
     """An exception raised by draft_export, by the user's code, or while building the target."""
     chain = exc.get("chain") or []
     syntax = exc.get("syntax")
-    if syntax and syntax.get("file") and syntax.get("line") and is_user_file(syntax["file"], ctx.root):
-        src = ctx.source(syntax["file"])
+    syntax_file, syntax_line = (syntax.get("file"), syntax.get("line")) if syntax else (None, None)
+    if syntax and syntax_file and syntax_line and is_user_file(syntax_file, ctx.root):
+        src = ctx.source(syntax_file)
         if src is not None:
-            line = int(syntax["line"])
+            line = int(syntax_line)
             col = max(0, int(syntax.get("col") or 1) - 1)
             text = src.line(line)
             start = src.position(line, len(text[:col].encode()))
@@ -153,4 +154,4 @@ def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str, *, tim
         code = "worker-crashed"
     if tail:
         msg += f"\nLast output:\n{tail}"
-    return new_diagnostic(ctx, file, rng, code, msg, data={"detail": detail})
+    return new_diagnostic(ctx, file, rng, code, msg, data=CrashData(detail=detail))

@@ -12,29 +12,44 @@ from exportlens.findings.context import Context, base, is_user, library_place, n
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
+from exportlens.protocol import (
+    CallSite,
+    DataDependentData,
+    DimInfo,
+    ExportErrorData,
+    ExportFailure,
+    FakeKernelData,
+    FakeKernelRole,
+    FloatPlace,
+    GuardAddedData,
+    OpProfile,
+    TargetEvent,
+    TorchBug,
+    TorchBugData,
+)
 
 
-def export_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+def export_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     """The diagnostics of draft export's report in one export `target` event."""
     out: list[Diagnostic] = []
     for failure in event.get("failures", []):
         if failure.get("xfail"):
             continue
-        failure = {**failure, "values": event.get("values") or {}, "spec": event.get("dynamic_shapes")}
         kind = failure.get("type", "")
         if kind in ("DATA_DEPENDENT_ERROR", "DATA_DEPENDENT"):
-            out.extend(data_dependent(ctx, failure))
+            out.extend(data_dependent(ctx, failure, event.get("values") or {}))
         elif kind in ("GUARD_ADDED", "CONSTRAINT_VIOLATION_ERROR", "CONSTRAINT_VIOLATION"):
-            out.extend(guard_added(ctx, failure))
+            out.extend(guard_added(ctx, failure, event.get("dynamic_shapes")))
         elif kind in ("MISSING_FAKE_KERNEL",):
             out.extend(fake_kernel(ctx, failure, mismatched=False))
         elif kind in ("MISMATCHED_FAKE_KERNEL",):
             out.extend(fake_kernel(ctx, failure, mismatched=True))
         else:
             file, rng = target_anchor(ctx)
+            unknown: ExportErrorData = {"raw": failure}
             out.append(new_diagnostic(ctx, file, rng, "export-error",
                              f"Draft export reported a problem of a kind ExportLens does not know yet ({kind}): "
-                             f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data={"raw": failure}))
+                             f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data=unknown))
     return out
 
 def failure_boundary(ctx: Context, failure: dict[str, Any]) -> boundary.Boundary | None:
@@ -73,9 +88,9 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     fl = failure.get("frame_locals") or {}
     names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
     source_expr, unmapped = symbols.to_python(expr, names)
-    values = {k: v for k, v in (failure.get("values") or {}).items() if k in symbols.symbols_in(expr)}
+    values = {k: v for k, v in real_values.items() if k in symbols.symbols_in(expr)}
     is_condition = result in ("True", "False")
-    data: dict[str, Any] = {
+    data: DataDependentData = {
         "expr": expr, "result": result, "occurrences": occurrences, "names": names,
         "source_expr": source_expr if not unmapped else None, "locals": fl.get("locals") or {},
         "values": values, "kind": "condition" if is_condition else "value",
@@ -177,14 +192,15 @@ def _pin_inside_call(test: str, names: dict[str, str], values: dict[str, Any]) -
     return " and ".join(pins) if len(pins) == len(values) else None
 
 
-def float_item_bug(ctx: Context, event: dict[str, Any]) -> Diagnostic:
+def float_item_bug(ctx: Context, event: TargetEvent, bug: TorchBug) -> Diagnostic:
     """torch ≤ 2.12 cannot export a branch on a float `.item()`: say that, on the branch, not the AssertionError."""
-    bug = event["torch_bug"]
     symbol = str(bug.get("symbol") or "zuf0")
-    branch, created = bug.get("branch") or {}, bug.get("created") or {}
-    data: dict[str, Any] = {"torch_bug": "float-item-assert", "symbol": symbol, "expr": branch.get("expr"),
-                            "exception_type": (event.get("exception") or {}).get("type"),
-                            "exception_message": str((event.get("exception") or {}).get("message", ""))[:4000]}
+    branch: FloatPlace = bug.get("branch") or {"symbol": symbol}
+    created: FloatPlace = bug.get("created") or {"symbol": symbol}
+    exception = event.get("exception")
+    data: TorchBugData = {"torch_bug": "float-item-assert", "symbol": symbol, "expr": branch.get("expr"),
+                          "exception_type": exception["type"] if exception else None,
+                          "exception_message": str(exception["message"] if exception else "")[:4000]}
     place = branch if _placeable(ctx, branch) else created if _placeable(ctx, created) else None
     test = ""
     if place is not None:
@@ -210,28 +226,29 @@ def float_item_bug(ctx: Context, event: dict[str, Any]) -> Diagnostic:
     return new_diagnostic(ctx, file, rng, "data-dependent-guard", msg, related=related, data=data)
 
 
-def _placeable(ctx: Context, where: dict[str, Any]) -> bool:
+def _placeable(ctx: Context, where: FloatPlace) -> bool:
     return bool(where.get("line")) and is_user(ctx, where.get("file"))
 
 
-def guard_added(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
+def guard_added(ctx: Context, failure: ExportFailure, spec: Any) -> list[Diagnostic]:
+    """`spec`: the target's dynamic_shapes, for the Dim names the user gave."""
     frame, outer = _primary(ctx, failure)
     expr = failure.get("expr", "")
     fl = failure.get("frame_locals") or {}
     names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
     source_expr, unmapped = symbols.to_python(expr, names)
     spelled = source_expr or expr
-    dims = []
+    dims: list[DimInfo] = []
     for sym, src_text in (failure.get("symbol_to_sources") or {}).items():
         m = re.match(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(src_text))
         if m:
             dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2)),
-                         "name": _dim_name(failure.get("spec"), m.group(1), int(m.group(2)))})
+                         "name": _dim_name(spec, m.group(1), int(m.group(2)))})
     value = None
     m = re.match(r"Eq\((\w+), (-?\d+)\)$", expr.strip())
     if m:
         value = int(m.group(2))
-    data = {"expr": expr, "source_expr": source_expr, "names": names, "dims": dims, "value": value,
+    data: GuardAddedData = {"expr": expr, "source_expr": source_expr, "names": names, "dims": dims, "value": value,
             "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
             "export_call": {"file": ctx.target_file, "line": ctx.target_line}}
     dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" + (f" (Dim \"{d['name']}\")" if d["name"] else "")
@@ -265,7 +282,7 @@ def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
         entry = None
     return entry.get("dim") if isinstance(entry, dict) else None
 
-def _profile_text(profiles: list[dict[str, Any]]) -> str:
+def _profile_text(profiles: list[OpProfile]) -> str:
     outs = []
     for p in profiles:
         out = p.get("out")
@@ -273,39 +290,39 @@ def _profile_text(profiles: list[dict[str, Any]]) -> str:
         outs.append(", ".join(f"rank {o['rank']} {o['dtype']}" for o in items if o) or "no tensor")
     return "; ".join(sorted(set(outs)))
 
-def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> list[Diagnostic]:
+def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> list[Diagnostic]:
     op = failure.get("op", "")
     qualname = failure.get("qualname") or op
     profiles = failure.get("profiles") or []
     definition = failure.get("definition")
     fake = failure.get("fake")
-    func = (definition or {}).get("function") or qualname.split("::")[-1]
+    func = (definition.get("function") if definition else None) or qualname.split("::")[-1]
     code = "mismatched-fake-kernel" if mismatched else "missing-fake-kernel"
     reason = (failure.get("reason") or "").strip()
     real = _profile_text(profiles)
-    data = {"op": op, "qualname": qualname, "profiles": profiles, "definition": definition,
+    data: FakeKernelData = {"op": op, "qualname": qualname, "profiles": profiles, "definition": definition,
             "fake": fake if fake and ctx.source(fake["file"]) and is_user_file(fake["file"], ctx.root) else None,
-            "reason": reason}
+            "reason": reason, "call_sites": [], "role": "call"}
     # every call site in the user's code, from the exported graph's stack traces
     sites: list[Frame] = []
     for stack in failure.get("call_sites") or []:
         frames = placement.user_frames(stack, ctx.root)
         if frames and frames[-1] not in sites:
             sites.append(frames[-1])
-    anchors: list[tuple[str, Range, str]] = []
+    anchors: list[tuple[str, Range, FakeKernelRole]] = []
     call_name = qualname.split("::")[-1]
     for site in sites:
         src = ctx.source(site.file)
         if src is not None:
             anchors.append((site.file, placement.call_range(src, site.line, call_name), "call"))
-    def_anchor = None
+    def_anchor: tuple[str, Range, FakeKernelRole] | None = None
     if definition and is_user_file(definition.get("file"), ctx.root):
         src = ctx.source(definition["file"])
         if src is not None:
             def_anchor = (definition["file"], placement.definition_range(src, int(definition["line"])), "definition")
-    fake_anchor = None
-    if mismatched and data["fake"]:
-        src = ctx.source(fake["file"])  # type: ignore[index]
+    fake_anchor: tuple[str, Range, FakeKernelRole] | None = None
+    if mismatched and (user_fake := data["fake"]):
+        src = ctx.source(user_fake["file"])
         if src is not None:
             fake_anchor = (fake["file"], placement.definition_range(src, int(fake["line"])), "fake")  # type: ignore[index]
     data["call_sites"] = [{"file": f, "range": r.to_json()} for f, r, _ in anchors]
@@ -336,7 +353,8 @@ def fake_kernel(ctx: Context, failure: dict[str, Any], *, mismatched: bool) -> l
             msg = f"This fake kernel of `{qualname}` is wrong: {detail}; the real output is {real or 'unknown'}."
         else:
             msg = head + advice
-        out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data={**data, "role": role}))
+        with_role: FakeKernelData = {**data, "role": role}
+        out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data=with_role))
     return out
 
 def _library_op(ctx: Context, failure: dict[str, Any], data: dict[str, Any], anchors: list[tuple[str, Range, str]],

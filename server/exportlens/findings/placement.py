@@ -10,10 +10,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from exportlens.model import Range
 from exportlens.project import is_user_file
+from exportlens.protocol import FrameInfo
 from exportlens.source import Source
 
 
@@ -27,12 +27,12 @@ class Frame:
     end_col: int | None = None
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Frame:
+    def from_json(cls, d: FrameInfo) -> Frame:
         return cls(str(d.get("file")), int(d.get("line") or 1), str(d.get("name") or ""),
                    d.get("col"), d.get("end_line"), d.get("end_col"))
 
 
-def user_frames(frames: Iterable[dict[str, Any]], root: str) -> list[Frame]:
+def user_frames(frames: Iterable[FrameInfo], root: str) -> list[Frame]:
     """The frames (outermost first) that are the user's code."""
     return [Frame.from_json(f) for f in frames if f.get("file") and f.get("line") and is_user_file(f["file"], root)]
 

@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Literal
 
 from exportlens import codes
 from exportlens.findings import placement
 from exportlens.findings.context import Context, frame_range, is_user, new_diagnostic, site_related, target_anchor
 from exportlens.model import Diagnostic, Range
+from exportlens.protocol import TargetEvent, TraceCheckFailedData, TraceCheckFinding, TracerWarningData, TracerWarningFinding
 
 _NODE_SUFFIX = re.compile(r"(?:aten|prim)::(?P<op>\w+)\(.*?# (?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
 
 _ANY_SUFFIX = re.compile(r"# (?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
 
-def trace_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+def trace_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     out = []
     for finding in event.get("trace_findings") or []:
-        if finding.get("type") == "tracer-warning":
+        if finding["type"] == "tracer-warning":
             out.append(tracer_warning(ctx, event, finding))
-        elif finding.get("type") == "trace-check-failed":
+        elif finding["type"] == "trace-check-failed":
             out.append(trace_check_failed(ctx, event, finding))
     return out
 
-def _warning_place(ctx: Context, finding: dict[str, Any]) -> tuple[str, Range, str] | None:
+def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Range, Literal["warning", "suffix", "stack"]] | None:
     """Where a TracerWarning belongs: its own line, a `# path:line:col` suffix, or the stack."""
     stack = placement.user_frames(finding.get("stack") or [], ctx.root)
     file, line = finding.get("file"), int(finding.get("line") or 0)
@@ -48,7 +49,7 @@ def _warning_place(ctx: Context, finding: dict[str, Any]) -> tuple[str, Range, s
         return stack[-1].file, frame_range(ctx, stack[-1]), "stack"
     return None
 
-def _warning_text(message: str, code: str) -> tuple[str, str]:
+def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "nondeterministic", "output-mismatch", "other"], str]:
     """(kind, plain words) for the TracerWarnings torch 2.13 emits."""
     first = message.split("\n", 1)[0]
     m = re.match(r"Converting a tensor to a Python (\w+)", first)
@@ -75,8 +76,9 @@ def _warning_text(message: str, code: str) -> tuple[str, str]:
             + ".")
     return "other", f"torch.jit.trace warns: {first}"
 
-def tracer_warning(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) -> Diagnostic:
+def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFinding) -> Diagnostic:
     placed = _warning_place(ctx, finding)
+    how: Literal["warning", "suffix", "stack", "target"]
     if placed is None:
         file, rng = target_anchor(ctx)
         how = "target"
@@ -89,14 +91,14 @@ def tracer_warning(ctx: Context, event: dict[str, Any], finding: dict[str, Any])
         and not on_call else ""
     kind, message = _warning_text(str(finding.get("message") or ""), code)
     related = [] if on_call else site_related(ctx, "traced here with torch.jit.trace")
-    data = {"kind": kind, "warning": finding.get("message"), "category": finding.get("category"),
+    data: TracerWarningData = {"kind": kind, "warning": finding.get("message"), "category": finding.get("category"),
             "torch_location": {"file": finding.get("file"), "line": finding.get("line")}, "placed": how,
             "url": codes.JIT_TRACE_URL, "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}
     if kind == "python-value" and code:
         data["test_text"] = code
     return new_diagnostic(ctx, file, rng, "tracer-warning", message, related=related, data=data)
 
-def trace_check_failed(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) -> Diagnostic:
+def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFinding) -> Diagnostic:
     trace_src = placement.user_frames(finding.get("trace_source") or [], ctx.root)
     # torch prints innermost first; the first user entry is the traced code's line
     place = next((f for f in trace_src if f.name != "<module>"), trace_src[0] if trace_src else None)
@@ -118,7 +120,7 @@ def trace_check_failed(ctx: Context, event: dict[str, Any], finding: dict[str, A
         message += f" First difference: `{node_diff[0].lstrip('-+ ').split(' # ')[0]}`."
     message += " Use torch.export (or torch.jit.script) for code whose structure depends on the input."
     related = site_related(ctx, "traced here with torch.jit.trace")
-    data = {"kind": "trace-check-failed", "graph_diff": finding.get("graph_diff"), "node_diff": finding.get("node_diff"),
+    data: TraceCheckFailedData = {"kind": "trace-check-failed", "graph_diff": finding.get("graph_diff"), "node_diff": finding.get("node_diff"),
             "message": finding.get("message"), "summary": finding.get("summary"), "url": codes.JIT_TRACE_URL,
             "recovered": bool(event.get("recovered")),
             "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}

@@ -70,7 +70,7 @@ def locate_statement(text: str, line: int) -> tuple[ast.Module, ast.stmt, list[a
     node, parents = found
     lines = split_lines(text)
     while not _starts_line(lines, node) and parents and isinstance(parents[-1], ast.stmt):
-        node, parents = parents[-1], parents[:-1]  # type: ignore[assignment]
+        node, parents = parents[-1], parents[:-1]
     if line > _header_end(node):
         return Refusal(f"line {line} holds no statement of its own (blank, comment or `else:` line)")
     parent = parents[-1] if parents else None

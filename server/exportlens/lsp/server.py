@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Coroutine
 from typing import Any
 
 from lsprotocol import types
@@ -76,7 +77,7 @@ class ExportLensServer(LanguageServer):
     def log_worker(self, line: str) -> None:
         self.log(f"[worker] {line}")
 
-    def background(self, coro: Any) -> asyncio.Task[Any]:
+    def background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)

@@ -1,0 +1,590 @@
+"""The wire between the server and the worker, and the contract of each code's `Diagnostic.data`.
+
+Both sides import this module: the server (`worker_client`, `engine`, `findings`, `fixes`) and the
+worker (the only module of exportlens the worker may import besides its own package; see
+tests/test_architecture.py). Everything here is a TypedDict, so the JSON on the pipe stays plain
+dicts at run time and the shapes are checked by mypy, not by code. Standard library only.
+
+The pipe: the server writes one JSON request per line to the zygote's stdin; the zygote writes
+one JSON event per line to its stdout. A job's process writes its events to the zygote, which adds
+the job's `id` and passes them on.
+
+    server → zygote   RunRequest | CancelRequest | PingRequest
+    zygote → server   ReadyEvent, then per job: StartedEvent, TargetEvent…, DoneEvent
+                      (ErrorEvent for an unparseable request, PongEvent for a ping)
+    job → zygote      TargetEvent…, EndEvent (the zygote turns it into DoneEvent "ok")
+
+`Diagnostic.data` (the raw facts the quick fixes, the hover and `--format json` read) is one
+TypedDict per code; `DATA_BY_CODE` maps every code of `codes.CODES` to its type, and the
+torch-free tests check every recorded diagnostic's data against it.
+"""
+
+# No `from __future__ import annotations`: TypedDict reads NotRequired[...] from evaluated
+# annotations only (Python 3.11), and the tests check recorded events against these keys.
+from typing import Any, Literal, NotRequired, TypedDict
+
+# -- requests (server → zygote) ------------------------------------------------------------------
+
+
+class JobSpec(TypedDict):
+    """What to run in one job: a file, and which of its targets to analyse (`targets.FileTargets.job`)."""
+
+    file: str  # absolute path of the user's file
+    root: str  # the project root: sys.path, cwd, and what counts as the user's code
+    main: bool  # run the file as __main__ (its `if __name__ == "__main__":` block runs)
+    module_vars: bool  # module-level `model` + `example_args` form a target
+    factories: list[str]  # names of target factories in the file
+    lines: dict[str, int]  # factory name (or "model") → its line, for placing its findings
+    compile: bool  # watch torch.compile calls
+    trace: bool  # watch torch.jit.trace calls
+    compile_backend: NotRequired[str]  # eager | aot_eager | inductor
+    save_op_profiles: NotRequired[bool]  # write draft export's op profiles next to the file
+
+
+class RunRequest(TypedDict):
+    op: Literal["run"]
+    id: str
+    job: JobSpec
+    timeout: float  # seconds before the job is killed (DoneEvent status "timeout")
+    memory_mb: int  # address space the job may add; 0 = unlimited
+    jobdir: NotRequired[str]  # added by the zygote when it hands the request to a spare child
+
+
+class CancelRequest(TypedDict):
+    op: Literal["cancel"]
+    id: str
+
+
+class PingRequest(TypedDict):
+    op: Literal["ping"]
+    id: NotRequired[str]
+
+
+Request = RunRequest | CancelRequest | PingRequest
+
+# -- shared pieces of events ---------------------------------------------------------------------
+
+
+class FrameInfo(TypedDict):
+    """One stack frame as torch or a traceback gave it; `col`s are 0-based code points when known."""
+
+    file: str
+    line: int | None
+    name: NotRequired[str | None]
+    loc: NotRequired[str | None]  # the source text of the line, when torch kept it
+    end_line: NotRequired[int | None]
+    col: NotRequired[int | None]
+    end_col: NotRequired[int | None]
+
+
+class CodeLocation(TypedDict):
+    """Where a function is defined (`co_filename`, `co_firstlineno`, `co_name`)."""
+
+    file: str
+    line: int
+    name: str
+
+
+class FileLine(TypedDict):
+    file: str
+    line: int
+
+
+class SyntaxInfo(TypedDict):
+    file: str | None
+    line: int | None
+    col: int | None
+    end_line: int | None
+    end_col: int | None
+    msg: str
+
+
+class ExceptionLink(TypedDict):
+    type: str
+    message: str
+    frames: list[FrameInfo]
+
+
+class ExceptionInfo(TypedDict):
+    """An exception and its `__cause__`/`__context__` chain, outermost first (`capture.exception_info`)."""
+
+    type: str
+    message: str
+    chain: list[ExceptionLink]
+    syntax: SyntaxInfo | None
+
+
+class TensorMeta(TypedDict):
+    rank: int
+    dtype: str
+    device: str
+    layout: str
+
+
+class OpProfile(TypedDict):
+    """One custom-op call draft export observed: its inputs' and output's metadata (and real sizes)."""
+
+    args: list[TensorMeta | None]
+    out: TensorMeta | list[TensorMeta | None] | None
+    sizes: NotRequired[dict[str, Any]]
+
+
+class OpDefinition(TypedDict):
+    """Where a custom op was defined: a `@custom_op` function or a `torch.library` define call."""
+
+    file: str
+    line: int
+    kind: Literal["custom_op", "library"]
+    name: NotRequired[str]
+    function: NotRequired[str]
+
+
+class ExportFailure(TypedDict):
+    """One failure of draft export's report (`capture.report_failures`)."""
+
+    type: str  # DATA_DEPENDENT_ERROR, GUARD_ADDED, CONSTRAINT_VIOLATION_ERROR, MISSING_FAKE_KERNEL, ...
+    xfail: bool
+    user_stack: list[FrameInfo]
+    stack: list[FrameInfo]
+    expr: NotRequired[str]
+    result: NotRequired[str]
+    prefix: NotRequired[str]
+    reason: NotRequired[str]
+    occurrences: NotRequired[int]
+    symbol_to_sources: NotRequired[dict[str, Any]]
+    frame_locals: NotRequired[dict[str, Any]]
+    new_dynamic_shapes: NotRequired[Any]
+    op: NotRequired[str]  # the fake-kernel failures: the op, its call sites, profiles, registration
+    call_sites: NotRequired[list[list[FrameInfo]]]
+    profiles: NotRequired[list[OpProfile]]
+    qualname: NotRequired[str]
+    definition: NotRequired[OpDefinition | None]
+    fake: NotRequired[CodeLocation | None]
+
+
+class SavedProfiles(TypedDict):
+    """The answer to `save_op_profiles`: the YAML file written, or why none was."""
+
+    file: str | None
+    ops: NotRequired[list[str]]
+    error: NotRequired[str]
+
+
+class GraphBreakFinding(TypedDict):
+    """A graph break from dynamo's `graph_breaks` log (or a fullgraph=True Unsupported error)."""
+
+    type: Literal["graph-break"]
+    title: str | None
+    reason: str
+    explanation: str
+    hints: list[str]
+    debug_context: str
+    gb_id: str | None  # torch's graph-break id ("gb0170"), the key of its online explanation
+    url: str | None
+    at: FrameInfo | FileLine | None  # where dynamo says the break is
+    frames: list[FrameInfo]  # the user's stack, outermost first
+    duplicate: bool
+    fullgraph: NotRequired[bool]  # fullgraph=True: the call raised here
+
+
+class GuardFailure(TypedDict):
+    compile_id: str
+    reason: str
+    guard: str
+    code: NotRequired[str]
+    frames: NotRequired[list[FrameInfo]]
+
+
+class RecompileFinding(TypedDict):
+    type: Literal["recompile"]
+    function: str
+    code: CodeLocation
+    failures: list[GuardFailure]
+    failed_entries: int
+    reason: str
+    call_stack: NotRequired[list[FrameInfo]]
+
+
+class RecompileLimitFinding(TypedDict):
+    type: Literal["recompile-limit"]
+    limit: int
+    config: str
+    function: str
+    code: CodeLocation
+    reason: str
+    compile_id: str | None
+    call_stack: NotRequired[list[FrameInfo]]
+
+
+CompileFinding = GraphBreakFinding | RecompileFinding | RecompileLimitFinding
+
+
+class CompileOptions(TypedDict, total=False):
+    """The user's torch.compile arguments, and what the job really used."""
+
+    backend: str | None
+    dynamic: bool | None
+    fullgraph: bool
+    mode: str | None
+    used_backend: str | None
+    compiles: int
+
+
+class TracerWarningFinding(TypedDict):
+    type: Literal["tracer-warning"]
+    message: str
+    category: str
+    file: str
+    line: int
+    stack: list[FrameInfo]
+
+
+class TraceCheckFinding(TypedDict):
+    type: Literal["trace-check-failed"]
+    message: str
+    summary: list[str]
+    graph_diff: str
+    node_diff: str
+    trace_source: list[FrameInfo]
+    check_source: list[FrameInfo]
+    exception_source: list[FrameInfo]
+    exception: bool
+
+
+TraceFinding = TracerWarningFinding | TraceCheckFinding
+
+# -- events (zygote → server) --------------------------------------------------------------------
+
+
+class ReadyEvent(TypedDict):
+    event: Literal["ready"]
+    torch: str
+    pid: int
+    python: str
+    import_seconds: float
+    warmup_seconds: float
+    fork: bool
+    warmup_error: NotRequired[str | None]  # the warm-up failed: the worker still runs, without spares
+    compat: NotRequired[dict[str, Any]]  # what this torch has (`worker.compat.probe`)
+    unsupported: NotRequired[str | None]  # this torch has no draft_export: why export targets are skipped
+
+
+class FloatPlace(TypedDict):
+    """Where a float symbol was made (`.item()`) or branched on (`branch`: True, with its `expr`)."""
+
+    symbol: str
+    file: NotRequired[str]
+    line: NotRequired[int]
+    expr: NotRequired[str]
+    branch: NotRequired[bool]
+
+
+class TorchBug(TypedDict):
+    """A known torch bug the export ran into, explained instead of torch's own error."""
+
+    kind: Literal["float-item-assert"]  # torch <= 2.12: a branch on a float `.item()` fails in the solver
+    symbol: str
+    created: FloatPlace | None
+    branch: FloatPlace | None
+
+
+class StartedEvent(TypedDict):
+    event: Literal["started"]
+    id: str
+    pid: int
+
+
+class TargetEvent(TypedDict):
+    """One analysed target: an export call or factory, a torch.compile call site, a torch.jit.trace call.
+
+    Exactly one of these says what happened: `failures` (export ran; its report), `exception`
+    (it raised), `target_error` (the target could not be built), `compile_findings`,
+    `trace_findings`.
+    """
+
+    event: Literal["target"]
+    id: NotRequired[str]  # added by the zygote
+    name: str  # "export at model.py:15", "model.py:make_model", "compile at …", "trace at …"
+    file: str
+    line: int
+    kind: Literal["export", "compile", "trace"]
+    seconds: float
+    exception: NotRequired[ExceptionInfo]
+    target_error: NotRequired[str]
+    failures: NotRequired[list[ExportFailure]]
+    values: NotRequired[dict[str, int | float]]  # the real value of each unbacked symbol ("u0": 4)
+    dynamic_shapes: NotRequired[Any]  # the target's dynamic_shapes, as JSON
+    op_profiles: NotRequired[SavedProfiles | None]
+    calls: NotRequired[int]
+    definition: NotRequired[CodeLocation | None]
+    compile_options: NotRequired[CompileOptions]
+    compile_findings: NotRequired[list[CompileFinding]]
+    compile_error: NotRequired[dict[str, Any]]
+    trace_findings: NotRequired[list[TraceFinding]]
+    recovered: NotRequired[bool]  # the trace check failed and the trace was redone without it
+    torch_bug: NotRequired[TorchBug]
+    unsupported: NotRequired[str]  # "draft_export": this torch cannot run the target (then `torch` says which)
+    torch: NotRequired[str]
+
+
+DoneStatus = Literal["ok", "crashed", "timeout", "cancelled"]
+
+
+class DoneEvent(TypedDict):
+    event: Literal["done"]
+    id: str
+    status: DoneStatus
+    detail: str
+    stderr: str  # the tail of what the job printed
+    worker_died: NotRequired[bool]  # made up by the server: the zygote itself died
+
+
+class EndEvent(TypedDict):
+    """A job's last line to the zygote: it finished normally."""
+
+    event: Literal["end"]
+
+
+class ErrorEvent(TypedDict):
+    event: Literal["error"]
+    message: str
+
+
+class PongEvent(TypedDict):
+    event: Literal["pong"]
+    id: str | None
+
+
+JobEvent = StartedEvent | TargetEvent | DoneEvent
+"""What `WorkerClient.run` yields for one job."""
+
+Event = ReadyEvent | JobEvent | EndEvent | ErrorEvent | PongEvent
+
+# -- Diagnostic.data, one type per code ----------------------------------------------------------
+
+
+class Place(TypedDict):
+    file: str
+    line: int
+
+
+class CallSite(TypedDict):
+    file: str
+    range: dict[str, Any]  # Range.to_json()
+
+
+class DataDependentData(TypedDict):
+    expr: str  # torch's expression ("u0 > 2")
+    result: str | None  # what draft export assumed ("True") or the value it used
+    occurrences: int
+    names: dict[str, str]  # symbol → the user's spelling ("u0": "n")
+    source_expr: str | None  # the expression in the user's names, None when a symbol has none
+    locals: dict[str, Any]
+    values: dict[str, int | float]
+    kind: Literal["condition", "value"]
+    placed: NotRequired[Literal["target"]]  # no user frame: on the target line
+    statement_line: NotRequired[int]
+    statement_kind: NotRequired[str]  # "if", "assert", "expr", ... of the guarded statement
+    test_text: NotRequired[str]  # the source text under the range
+    user_line: NotRequired[int]
+    tensor_condition: NotRequired[bool]  # a tensor's truth value, not a symbol: torch.cond, not torch._check
+    pin: NotRequired[str | None]  # "size == 4": the torch._check that pins a value
+
+
+class TorchBugData(TypedDict):
+    """data-dependent-guard when torch's own bug stopped the export (`TorchBug`)."""
+
+    torch_bug: Literal["float-item-assert"]
+    symbol: str
+    expr: str | None
+    exception_type: str | None
+    exception_message: str
+    user_line: NotRequired[int]
+    occurrences: NotRequired[int]
+
+
+class DimInfo(TypedDict):
+    symbol: str
+    input: str
+    dim: int
+    name: str | None
+
+
+class GuardAddedData(TypedDict):
+    expr: str
+    source_expr: str | None
+    names: dict[str, str]
+    dims: list[DimInfo]
+    value: int | None
+    new_dynamic_shapes: Any
+    export_call: Place
+    user_line: NotRequired[int]
+    occurrences: NotRequired[int]
+
+
+FakeKernelRole = Literal["call", "definition", "fake", "target"]
+
+
+class FakeKernelData(TypedDict):
+    """missing-fake-kernel and mismatched-fake-kernel: one diagnostic per role, the same facts."""
+
+    op: str
+    qualname: str
+    profiles: list[OpProfile]
+    definition: OpDefinition | None
+    fake: CodeLocation | None
+    reason: str
+    call_sites: list[CallSite]
+    role: FakeKernelRole
+    occurrences: NotRequired[int]
+
+
+class ExportErrorData(TypedDict, total=False):
+    """export-error: an exception (exception_type/message) or a report entry ExportLens does not know (raw)."""
+
+    exception_type: str
+    exception_message: str
+    raw: ExportFailure
+    occurrences: int
+
+
+class TargetErrorData(TypedDict, total=False):
+    exception_type: str
+    exception_message: str
+    occurrences: int
+
+
+class SyntaxErrorData(TypedDict, total=False):
+    exception_type: str
+    occurrences: int
+
+
+class CrashData(TypedDict, total=False):
+    """worker-crashed and worker-timeout."""
+
+    detail: str
+    occurrences: int
+
+
+class FixChoice(TypedDict, total=False):
+    """One applicable fix of a compile finding, most useful first ("fix" names it)."""
+
+    fix: str
+    function: str
+    file: str
+    line: int
+    input: str
+    dim: int
+    name: str
+    compile_call: Place
+
+
+# "break": which known break ("branch", "item", "builtin", "deepcopy"), by torch's title or gb id;
+# None for another. A keyword, so it needs TypedDict's functional form.
+_KnownBreak = TypedDict("_KnownBreak", {"break": str | None})
+
+
+class GraphBreakData(_KnownBreak):
+    kind: Literal["graph-break"]
+    gb_id: str | None
+    url: str | None
+    title: str | None
+    reason: str | None
+    explanation: str | None
+    hints: list[str]
+    torch_location: FrameInfo | FileLine | dict[str, Any]
+    user_line: int | None
+    function: str | None
+    compiled: CodeLocation | None
+    compile_call: Place
+    compile_options: CompileOptions
+    fix: str | None
+    fixes: list[FixChoice]
+    test_text: NotRequired[str]
+    fullgraph: NotRequired[bool]
+    occurrences: NotRequired[int]
+
+
+class Change(TypedDict, total=False):
+    """What a failed guard means (`findings.compile.what_changed`)."""
+
+    kind: Literal["size", "value", "other"]
+    name: str
+    dim: int
+    expected: int
+    actual: int
+    value: str
+    text: str
+    keeps: str
+
+
+class RecompileData(TypedDict):
+    kind: Literal["recompile"]
+    function: str
+    code: CodeLocation | dict[str, Any]
+    recompiles: int
+    guard: str
+    change: Change
+    reasons: list[str | None]
+    limit_hit: bool
+    limit: int | None
+    url: str
+    compile_call: Place
+    compile_options: CompileOptions
+    fix: str | None
+    fixes: list[FixChoice]
+    occurrences: NotRequired[int]
+
+
+class TracerWarningData(TypedDict):
+    kind: Literal["python-value", "nondeterministic", "output-mismatch", "other"]
+    warning: str | None
+    category: str | None
+    torch_location: dict[str, Any]
+    placed: Literal["warning", "suffix", "stack", "target"]
+    url: str
+    trace_call: Place
+    test_text: NotRequired[str]
+    occurrences: NotRequired[int]
+
+
+class TraceCheckFailedData(TypedDict):
+    kind: Literal["trace-check-failed"]
+    graph_diff: str | None
+    node_diff: str | None
+    message: str | None
+    summary: list[str] | None
+    url: str
+    recovered: bool
+    trace_call: Place
+    occurrences: NotRequired[int]
+
+
+class NoData(TypedDict, total=False):
+    """Codes whose diagnostics carry no facts (no-target); `occurrences` when merged."""
+
+    occurrences: int
+
+
+DiagnosticData = (
+    DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
+    | CrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
+)
+
+DATA_BY_CODE: dict[str, Any] = {
+    "data-dependent-guard": DataDependentData | TorchBugData,
+    "missing-fake-kernel": FakeKernelData,
+    "mismatched-fake-kernel": FakeKernelData,
+    "guard-added": GuardAddedData,
+    "export-error": ExportErrorData,
+    "graph-break": GraphBreakData,
+    "recompile": RecompileData,
+    "tracer-warning": TracerWarningData,
+    "trace-check-failed": TraceCheckFailedData,
+    "syntax-error": SyntaxErrorData,
+    "worker-crashed": CrashData,
+    "worker-timeout": CrashData,
+    "target-error": TargetErrorData,
+    "no-target": NoData,
+}
+"""The type of `Diagnostic.data` for each code (`codes.CODES` has the same keys; a test checks it)."""
