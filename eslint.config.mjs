@@ -18,6 +18,20 @@ export default tseslint.config(
     },
   },
   {
+    // extension/lib/ is the client's logic without VS Code: unit-tested under plain node, so it
+    // never imports `vscode` or the language client (ARCHITECTURE.md, invariants).
+    files: ['extension/lib/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'vscode', message: 'extension/lib/ must run without VS Code: pass what you need in.' }],
+          patterns: [{ group: ['vscode-languageclient', 'vscode-languageclient/*'], message: 'extension/lib/ must run without VS Code.' }],
+        },
+      ],
+    },
+  },
+  {
     // node:test's describe/it return promises the runner awaits itself.
     files: ['tests/extension/**/*.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },

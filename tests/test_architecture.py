@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,22 @@ def test_server_cli_findings_and_fixes_run_without_torch() -> None:
             "print('torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_torch_facts_citations_point_into_the_repository() -> None:
+    """Comments cite how torch behaves as "docs/torch-facts.md §N", and §N is a section of that file."""
+    facts = ROOT / "docs" / "torch-facts.md"
+    sections = set(re.findall(r"^#+ (\d+(?:\.\d+)*)\.? ", facts.read_text(encoding="utf-8"), re.M))
+    assert {"1", "1.3", "2.2", "3", "4", "5", "8"} <= sections
+    bad = []
+    for folder in ("server", "tests", "extension", "bench", "tools"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix not in (".py", ".ts", ".md") or "fixtures" in path.parts or path == Path(__file__).resolve():
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if "torch-facts" not in line:
+                    continue
+                cited = re.findall(r"docs/torch-facts\.md §(\d+(?:\.\d+)*)", line)
+                if not cited or any(c not in sections for c in cited):
+                    bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not bad, "\n".join(bad)

@@ -124,7 +124,7 @@ def test_zygote_restarts_after_it_dies(project: Path) -> None:
 
 
 def test_big_parallel_ops_in_a_job_do_not_hang(fast_engine: SyncEngine, project: Path) -> None:
-    """OpenMP pools do not survive fork: the zygote never starts one, so jobs may (torch-facts §5)."""
+    """OpenMP pools do not survive fork: the zygote never starts one, so jobs may (docs/torch-facts.md §5)."""
     path = project / "matmul.py"
     path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
                     "        return (x @ x).sort(dim=1).values\n\n\nmodel = M()\nexample_args = (torch.randn(2000, 2000),)\n")

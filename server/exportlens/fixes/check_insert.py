@@ -2,7 +2,7 @@
 
 This is what draft_export's "Please add torch._check(...)" advice means in code: in torch 2.13
 a check on a Python number (``a = x.item(); torch._check(a > 2)``) makes plain export pass
-(torch-facts §4). A tensor-valued condition cannot be checked directly; see
+(docs/torch-facts.md §4). A tensor-valued condition cannot be checked directly; see
 ``insert_item_check`` and the cond rewrite for that case.
 """
 
@@ -184,7 +184,7 @@ def insert_item_check(
     """For ``if <tensor expr> <op> …:`` bind the tensor's value with ``.item()`` above the ``if``,
     check it, and test the bound number: ``s = x.sum().item(); torch._check(s > 0); if s > 0:``.
 
-    Works in torch 2.13 (torch-facts §4) but specialises the model to the example's branch; the
+    Works in torch 2.13 (docs/torch-facts.md §4) but specialises the model to the example's branch; the
     ``torch.cond`` rewrite keeps both branches and is the preferred fix for tensor conditions.
     """
     located = locate_statement(text, line)

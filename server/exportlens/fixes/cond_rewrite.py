@@ -9,7 +9,7 @@ Supported shapes (issue 3, item 2):
 
 Each arm becomes a nested function taking every tensor it reads as an explicit operand (works on
 every torch version); an arm returning an operand (or a view of one) returns ``.clone()`` since
-torch.cond refuses aliasing (torch-facts §4). The arm lines are kept byte for byte, comments and
+torch.cond refuses aliasing (docs/torch-facts.md §4). The arm lines are kept byte for byte, comments and
 blank lines included; only the ``if``/``else`` headers, the returns and the call line change.
 """
 

@@ -1,7 +1,7 @@
 """Edit the ``dynamic_shapes`` literal of an export call after a constraint violation.
 
 torch says e.g. "You marked batch as dynamic but your code specialized it to be a constant
-(4) ... Suggested fixes: batch = 4" and gives no file or line (torch-facts §1.3, 1d). Two fixes:
+(4) ... Suggested fixes: batch = 4" and gives no file or line (docs/torch-facts.md §1.3, 1d). Two fixes:
 ``Dim.STATIC`` (what torch suggests: the model accepts only that size) and ``Dim.AUTO`` (export
 decides per dimension instead of failing; a dimension the code specialises is still static).
 """

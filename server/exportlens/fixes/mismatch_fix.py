@@ -2,7 +2,7 @@
 
 draft_export says only ``'Dtypes torch.float64 and torch.float32 are not equal!'`` or
 ``'mismatch between fake value 3 and real value 6 '`` (it compares sizes pairwise and never
-says "rank"), plus the real output's metadata in the op profile (torch-facts §1.3, 1c). So:
+says "rank"), plus the real output's metadata in the op profile (docs/torch-facts.md §1.3, 1c). So:
 a dtype mismatch sets ``dtype=`` on the factory call (or adds ``.to(dtype)``); a size mismatch
 returns a new tensor of the real rank with data-dependent sizes; a fake returning its input
 returns a fresh tensor instead of the alias. Never registers a second fake kernel.

@@ -2,7 +2,7 @@
 
 Fixes are computed from the CURRENT text of each file (`read`), never from what the worker saw,
 so an editor gets edits for the document it has. Only fixes known to make export pass in
-torch 2.13 are offered (torch-facts §4); where none is known, nothing is offered.
+torch 2.13 are offered (docs/torch-facts.md §4); where none is known, nothing is offered.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Watch `torch.compile` while the user's script runs: graph breaks and recompiles per callable.
 
-Dynamo reports graph breaks and recompiles only as log records (torch-facts §2.2–2.3):
+Dynamo reports graph breaks and recompiles only as log records (docs/torch-facts.md §2.2–2.3):
 `torch._dynamo.explain` misses breaks (a `print` before any graph), so this module listens to
 the `graph_breaks`/`recompiles` logs and the `recompile_limit` warning. `torch.compile` is
 replaced by a wrapper that notes where each compiled callable was made (the target) and which

@@ -2,7 +2,7 @@
 
 Each `torch.jit.trace` call is a target. Its `TracerWarning`s are recorded with the Python
 stack at the moment they were raised (the warning's own file is torch's `_trace.py` for the
-check-run warnings, torch-facts §3; the user's line is then in a `# path:line:col` suffix or
+check-run warnings, docs/torch-facts.md §3; the user's line is then in a `# path:line:col` suffix or
 on the stack). A `TracingCheckError` becomes a finding with its graph diff, and the call then
 returns the trace made without the check, so the script goes on and later targets are still
 analysed. Imports only torch and the standard library.

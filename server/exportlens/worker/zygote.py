@@ -122,7 +122,7 @@ def _detach() -> None:
     import torch
 
     # The zygote never starts an OpenMP pool (it runs at one thread from before its first op), so a
-    # child may use every core again; a pool started before fork would hang it (torch-facts §5).
+    # child may use every core again; a pool started before fork would hang it (docs/torch-facts.md §5).
     torch.set_num_threads(_child_threads)
 
 
