@@ -1,30 +1,20 @@
 /**
- * Owns the language client: chooses the interpreter, checks it has torch, starts
- * `python -m exportlens serve`, restarts it when the interpreter, settings or workspace trust
- * change, and keeps the status bar in step. Start/stop are serialised so rapid changes never
- * leave two servers running.
+ * Owns the language client's life: starts `python -m exportlens serve` once the interpreter is
+ * checked for torch, restarts it when the interpreter, settings or workspace trust change, and
+ * keeps the status bar in step. Start/stop are serialised so rapid changes never leave two
+ * servers running. What to read from VS Code is `config.ts`; how the client is built is
+ * `clientOptions.ts`.
  */
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as vscode from 'vscode';
-import {
-  CloseAction,
-  DidChangeConfigurationNotification,
-  ErrorAction,
-  ExecuteCommandRequest,
-  LanguageClient,
-  LanguageClientOptions,
-  RevealOutputChannelOn,
-  ServerOptions,
-  State,
-  TransportKind,
-} from 'vscode-languageclient/node';
-import { chooseInterpreter, describeChoice, InterpreterChoice, interpreterForTrust } from './lib/interpreter';
+import { DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, State } from 'vscode-languageclient/node';
+import { clientOptions, serverOptions } from './clientOptions';
+import { readSettings, trustedInterpreter } from './config';
+import { describeChoice, InterpreterChoice } from './lib/interpreter';
 import { RestartBudget } from './lib/restartBudget';
 import { serverLaunch } from './lib/serverLaunch';
-import { changeEffect, ExportLensSettings, initializationOptions, parseSettings, readRawSettings, settingsForServer } from './lib/settings';
+import { changeEffect, ExportLensSettings, parseSettings, settingsForServer } from './lib/settings';
 import { probeMessage, probeTorch } from './lib/torchProbe';
-import { activeInterpreterPath } from './pythonExtension';
 import { NotificationProgressFeature } from './progress';
 import { ExportLensStatusBar } from './statusBar';
 
@@ -70,8 +60,7 @@ export class ServerController implements vscode.Disposable {
     return this.enqueue(async () => {
       const before = this.settings;
       const after = this.readSettings();
-      const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-      const resolved = interpreterForTrust(await this.resolveInterpreter(after), vscode.workspace.isTrusted, folders);
+      const resolved = await trustedInterpreter(after);
       const effect = resolved.command !== this.interpreter?.command ? 'restart' : changeEffect(before, after);
       if (effect === 'restart' || this.client === undefined) {
         this.output.info('exportlens.interpreter changed: restarting the server');
@@ -137,25 +126,7 @@ export class ServerController implements vscode.Disposable {
   }
 
   private readSettings(): ExportLensSettings {
-    const config = vscode.workspace.getConfiguration('exportlens');
-    const raw = readRawSettings((key) => config.get(key));
-    const { settings, warnings } = parseSettings(raw);
-    for (const w of warnings) {
-      this.output.warn(w);
-    }
-    return settings;
-  }
-
-  private async resolveInterpreter(settings: ExportLensSettings): Promise<InterpreterChoice> {
-    const folder = vscode.workspace.workspaceFolders?.[0];
-    const fromExtension = settings.interpreter === '' ? await activeInterpreterPath(folder?.uri) : undefined;
-    return chooseInterpreter({
-      setting: settings.interpreter,
-      pythonExtensionPath: fromExtension,
-      workspaceFolder: folder?.uri.fsPath,
-      home: os.homedir(),
-      env: process.env,
-    });
+    return readSettings((w) => this.output.warn(w));
   }
 
   private async startClient(): Promise<void> {
@@ -164,8 +135,7 @@ export class ServerController implements vscode.Disposable {
     }
     this.settings = this.readSettings();
     const trusted = vscode.workspace.isTrusted;
-    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-    const choice = interpreterForTrust(await this.resolveInterpreter(this.settings), trusted, folders);
+    const choice = await trustedInterpreter(this.settings);
     this.interpreter = choice;
     if (choice.replaced !== undefined) {
       this.output.warn(`Not running ${choice.replaced}: it lies inside the untrusted workspace`);
@@ -196,58 +166,15 @@ export class ServerController implements vscode.Disposable {
     }
     this.output.info(`Server: ${launch.command} ${launch.args.join(' ')} (PYTHONPATH=${launch.pythonPath.join(':')})`);
 
-    const serverOptions: ServerOptions = {
-      command: launch.command,
-      args: launch.args,
-      transport: TransportKind.stdio,
-      options: { cwd: launch.cwd, env: launch.env },
-    };
-    const resolvedInterpreter = choice.command;
-    const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file', language: 'python' }],
-      outputChannel: this.output,
-      revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: initializationOptions(this.settings, resolvedInterpreter, trusted),
-      middleware: {
-        workspace: {
-          // Answer `workspace/configuration` for `exportlens` with the resolved interpreter.
-          configuration: async (params, token, next) => {
-            const result = await next(params, token);
-            if (!Array.isArray(result)) {
-              return result;
-            }
-            return params.items.map((item, i) =>
-              item.section === 'exportlens' ? settingsForServer(this.settings, resolvedInterpreter) : (result[i] as unknown),
-            );
-          },
-        },
-      },
-      errorHandler: {
-        error: () => ({ action: ErrorAction.Continue }),
-        closed: () => {
-          if (this.budget.recordCrash(Date.now())) {
-            this.output.warn(`ExportLens server stopped unexpectedly; restarting (${this.budget.recentCrashes} recent crashes)`);
-            return { action: CloseAction.Restart, handled: true };
-          }
-          const message = 'ExportLens: the server crashed several times in a row and will not be restarted. See the output; run "ExportLens: Restart server" after fixing the cause.';
-          this.output.error(message);
-          this.status.update({ phase: 'error', detail: 'The server crashed repeatedly.' });
-          void vscode.window.showErrorMessage(message, 'Show output').then((pick) => {
-            if (pick !== undefined) {
-              this.output.show(true);
-            }
-          });
-          return { action: CloseAction.DoNotRestart, handled: true };
-        },
-      },
-      initializationFailedHandler: (error) => {
+    const options = clientOptions(this.output, choice.command, trusted, {
+      settings: () => this.settings,
+      onClosed: () => this.onServerClosed(),
+      onInitializationFailed: (error) => {
         this.output.error(`ExportLens server failed to initialize: ${String(error)}`);
         this.status.update({ phase: 'error', detail: 'The server failed to initialize.' });
-        return false;
       },
-    };
-
-    const client = new LanguageClient(CLIENT_ID, 'ExportLens', serverOptions, clientOptions);
+    });
+    const client = new LanguageClient(CLIENT_ID, 'ExportLens', serverOptions(launch), options);
     client.registerFeature(
       new NotificationProgressFeature(client, {
         onBegin: (token, title) => {
@@ -282,6 +209,23 @@ export class ServerController implements vscode.Disposable {
       this.output.error(`ExportLens server could not start: ${String(e)}`);
       this.status.update({ phase: 'error', detail: `The server could not start: ${String(e)}` });
     }
+  }
+
+  /** The server stopped on its own: restart it, unless it keeps crashing. */
+  private onServerClosed(): boolean {
+    if (this.budget.recordCrash(Date.now())) {
+      this.output.warn(`ExportLens server stopped unexpectedly; restarting (${this.budget.recentCrashes} recent crashes)`);
+      return true;
+    }
+    const message = 'ExportLens: the server crashed several times in a row and will not be restarted. See the output; run "ExportLens: Restart server" after fixing the cause.';
+    this.output.error(message);
+    this.status.update({ phase: 'error', detail: 'The server crashed repeatedly.' });
+    void vscode.window.showErrorMessage(message, 'Show output').then((pick) => {
+      if (pick !== undefined) {
+        this.output.show(true);
+      }
+    });
+    return false;
   }
 
   private refreshRunning(): void {

@@ -1,0 +1,70 @@
+/**
+ * How the language client is built: the server process to start and the client's options
+ * (document selector, the `workspace/configuration` answer, what a crash or a failed start does).
+ * The controller decides when; this module only describes what.
+ */
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import type * as vscode from 'vscode';
+import { Launch } from './lib/serverLaunch';
+import { ExportLensSettings, initializationOptions, settingsForServer } from './lib/settings';
+
+export function serverOptions(launch: Launch): ServerOptions {
+  return {
+    command: launch.command,
+    args: launch.args,
+    transport: TransportKind.stdio,
+    options: { cwd: launch.cwd, env: launch.env },
+  };
+}
+
+export interface ClientHooks {
+  /** The settings as they are now (they change live without a restart). */
+  settings: () => ExportLensSettings;
+  /** The server stopped unexpectedly; true: restart it. */
+  onClosed: () => boolean;
+  onInitializationFailed: (error: unknown) => void;
+}
+
+export function clientOptions(
+  output: vscode.LogOutputChannel,
+  resolvedInterpreter: string,
+  trusted: boolean,
+  hooks: ClientHooks,
+): LanguageClientOptions {
+  return {
+    documentSelector: [{ scheme: 'file', language: 'python' }],
+    outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    initializationOptions: initializationOptions(hooks.settings(), resolvedInterpreter, trusted),
+    middleware: {
+      workspace: {
+        // Answer `workspace/configuration` for `exportlens` with the resolved interpreter.
+        configuration: async (params, token, next) => {
+          const result = await next(params, token);
+          if (!Array.isArray(result)) {
+            return result;
+          }
+          return params.items.map((item, i) =>
+            item.section === 'exportlens' ? settingsForServer(hooks.settings(), resolvedInterpreter) : (result[i] as unknown),
+          );
+        },
+      },
+    },
+    errorHandler: {
+      error: () => ({ action: ErrorAction.Continue }),
+      closed: () =>
+        hooks.onClosed() ? { action: CloseAction.Restart, handled: true } : { action: CloseAction.DoNotRestart, handled: true },
+    },
+    initializationFailedHandler: (error) => {
+      hooks.onInitializationFailed(error);
+      return false;
+    },
+  };
+}
