@@ -231,15 +231,40 @@ def _find_if(tree: ast.Module, line: int) -> tuple[ast.If, list[ast.AST]] | None
     return best
 
 
-def rewrite_if_as_cond(
-    text: str, file: str, line: int, tensor_names: Iterable[str] | None = None, *, preferred: bool = True
-) -> Fix | Refusal:
-    """Rewrite the ``if`` whose header holds ``line`` (1-based) as ``torch.cond``.
+@dataclass
+class _Site:
+    """The `if` to rewrite and what surrounds it."""
 
-    ``tensor_names``: names known to hold tensors (e.g. from draft_export's frame locals); the
-    operands are the names the arms read among them. Without it the operands are the function's
-    parameters and earlier locals that the arms read, except ``self``/``cls``.
-    """
+    tree: ast.Module
+    lines: list[str]
+    node: ast.If
+    parents: list[ast.AST]
+    func: ast.FunctionDef | ast.AsyncFunctionDef
+    colon: int  # 0-based line of the header's `:`
+    colon_col: int
+
+
+@dataclass
+class _Shape:
+    """Which supported shape the `if` has, and where its arms' text lies."""
+
+    kind: str  # "return" (if/else both return), "return_after" (if …: return A; return B), "assign"
+    arms: list[_Arm]
+    region_end: int  # 0-based last line the rewrite replaces
+    comments: list[str]  # what followed the `if:` and `else:` colons
+
+
+@dataclass
+class _Operands:
+    """What the two functions take and, for the assign shape, give back."""
+
+    operands: list[str]
+    outputs: list[str]  # names assigned in the arms and read afterwards (assign shape)
+    passthrough: dict[int, list[str]]  # per arm: outputs it does not assign, returned unchanged
+
+
+def _locate(text: str, line: int) -> _Site | Refusal:
+    """The `if` whose header holds `line`, if torch.cond can replace it at all."""
     tree = parse_or_refuse(text)
     if isinstance(tree, Refusal):
         return tree
@@ -259,15 +284,31 @@ def rewrite_if_as_cond(
         return Refusal("torch.cond needs the `if` to be inside a function (forward or a helper)")
     if isinstance(node.test, ast.BoolOp) or (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
         return Refusal("the test combines conditions with and/or/not; torch.cond needs a single boolean tensor")
-
     found_colon = _header_colon_line(lines, node.test)
     if found_colon is None:
         return Refusal("could not find the end of the `if` header")
     colon, colon_col = found_colon
-    comments = [_comment_after_colon(lines[colon], colon_col), ""]
-    indent = indent_of(lines[node.lineno - 1])
-    unit = indent_unit(text)
-    nl = newline_of(text, node.lineno - 1)
+    return _Site(tree, lines, node, parents, func, colon, colon_col)
+
+
+def _following(site: _Site) -> ast.stmt | None:
+    """The statement after the `if` in its block (for the `return B` shape)."""
+    parent = site.parents[-1] if site.parents else None
+    block = None
+    for field in ("body", "orelse", "finalbody"):
+        seq = getattr(parent, field, None)
+        if isinstance(seq, list) and site.node in seq:
+            block = seq
+    if not block:
+        return None
+    at = block.index(site.node) + 1
+    return block[at] if at < len(block) else None
+
+
+def _shape(site: _Site) -> _Shape | Refusal:
+    """Match the `if` against the supported shapes and find each arm's lines."""
+    node, lines, colon = site.node, site.lines, site.colon
+    comments = [_comment_after_colon(lines[colon], site.colon_col), ""]
 
     def arm_of(stmts: list[ast.stmt], header_line: int, last: int) -> _Arm:
         if stmts[0].lineno - 1 == header_line:
@@ -275,18 +316,9 @@ def rewrite_if_as_cond(
             return _Arm(stmts, header_line, last, byte_col_to_index(body, stmts[0].col_offset))
         return _Arm(stmts, header_line + 1, last, None)
 
-    # Which statement follows the `if` in its block (for the `return B` shape).
-    block = None
-    for field in ("body", "orelse", "finalbody"):
-        seq = getattr(parent, field, None)
-        if isinstance(seq, list) and node in seq:
-            block = seq
-    following = block[block.index(node) + 1] if block and block.index(node) + 1 < len(block) else None
-
+    following = _following(site)
     body_end = (node.body[-1].end_lineno or node.body[-1].lineno) - 1
     true_rets, false_rets = _returns(node.body), _returns(node.orelse)
-    arms: list[_Arm]
-    shape: str
     if node.orelse:
         else_li = _else_line(lines, body_end)
         if else_li is None:
@@ -299,32 +331,29 @@ def rewrite_if_as_cond(
         if false_arm.inline_col is None:
             comments[1] = _comment_after_colon(lines[else_li])
         if isinstance(node.body[-1], ast.Return) and isinstance(node.orelse[-1], ast.Return):
-            shape = "return"
+            kind = "return"
         elif not true_rets and not false_rets:
-            shape = "assign"
+            kind = "assign"
         else:
             return Refusal("each branch must either end with `return` or assign the names used after the `if`")
-        region_end = false_last
-        arms = [true_arm, false_arm]
-    elif isinstance(node.body[-1], ast.Return) and isinstance(following, ast.Return):
-        shape = "return_after"
+        return _Shape(kind, [true_arm, false_arm], false_last, comments)
+    if isinstance(node.body[-1], ast.Return) and isinstance(following, ast.Return):
         true_arm = arm_of(node.body, colon, body_end)
         ret_first = following.lineno - 1
         region_end = (following.end_lineno or following.lineno) - 1
         false_arm = _Arm([following], ret_first, region_end, byte_col_to_index(line_body(lines[ret_first]), following.col_offset))
-        arms = [true_arm, false_arm]
-    elif not true_rets:
-        shape = "assign"
-        true_arm = arm_of(node.body, colon, body_end)
-        region_end = body_end
-        arms = [true_arm]
-    else:
-        return Refusal(
-            "unsupported shape: torch.cond needs if/else with both arms returning, `if …: return A` "
-            "followed by `return B`, or both arms assigning the names used afterwards"
-        )
+        return _Shape("return_after", [true_arm, false_arm], region_end, comments)
+    if not true_rets:
+        return _Shape("assign", [arm_of(node.body, colon, body_end)], body_end, comments)
+    return Refusal(
+        "unsupported shape: torch.cond needs if/else with both arms returning, `if …: return A` "
+        "followed by `return B`, or both arms assigning the names used afterwards"
+    )
 
-    # Operands.
+
+def _operands(site: _Site, shape: _Shape, tensor_names: Iterable[str] | None) -> _Operands | Refusal:
+    """The tensors the arms read (their parameters) and, for assignments, the names they give back."""
+    func, node = site.func, site.node
     before = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     for extra in (func.args.vararg, func.args.kwarg):
         if extra is not None:
@@ -337,7 +366,7 @@ def rewrite_if_as_cond(
 
     outputs: list[str] = []
     passthrough: dict[int, list[str]] = {0: [], 1: []}
-    if shape == "assign":
+    if shape.kind == "assign":
         after_loads = {
             n.id
             for n in _nodes(func.body)
@@ -358,7 +387,7 @@ def rewrite_if_as_cond(
                     passthrough[k].append(name)
 
     reads: list[str] = []
-    for arm in arms:
+    for arm in shape.arms:
         for name in _loads(arm.stmts):
             if name not in reads:
                 reads.append(name)
@@ -370,63 +399,78 @@ def rewrite_if_as_cond(
     missing = [n for k in (0, 1) for n in passthrough[k] if n not in operands]
     if missing:
         return Refusal(f"`{missing[0]}` must pass through a branch but is not known to be a tensor")
+    return _Operands(operands, outputs, passthrough)
 
-    opset = set(operands)
-    for k, arm in enumerate(arms):
-        problem = _arm_problem(arm.stmts, lines, opset, "true" if k == 0 else "false")
+
+def _check_arms(site: _Site, shape: _Shape, ops: _Operands) -> Refusal | None:
+    """What torch.cond refuses in an arm: side effects, mutated operands, mismatched returns."""
+    opset = set(ops.operands)
+    for k, arm in enumerate(shape.arms):
+        problem = _arm_problem(arm.stmts, site.lines, opset, "true" if k == 0 else "false")
         if problem:
             return Refusal(problem)
+    if shape.kind not in ("return", "return_after"):
+        return None
+    kinds = []
+    for arm in shape.arms:
+        r = arm.stmts[-1]
+        assert isinstance(r, ast.Return)
+        v = r.value
+        if v is None or (isinstance(v, ast.Constant) and not isinstance(v.value, (int, float))):
+            return Refusal("a branch returns no tensor (`return`/`return None`); torch.cond branches must return tensors")
+        if isinstance(v, ast.Constant):
+            return Refusal("a branch returns a Python number; torch.cond branches must return tensors")
+        kinds.append(("seq", len(v.elts)) if isinstance(v, (ast.Tuple, ast.List)) else ("one", 1))
+    if kinds[0] != kinds[1]:
+        return Refusal("the branches return different structures; torch.cond needs the same number of outputs")
+    for arm in shape.arms:
+        for r in _returns(arm.stmts):
+            if r.value is None:
+                return Refusal("a branch has a bare `return`; torch.cond branches must return tensors")
+    return None
 
-    # Returned structures must match.
-    if shape in ("return", "return_after"):
-        finals = [arms[0].stmts[-1], arms[1].stmts[-1]]
-        kinds = []
-        for r in finals:
-            assert isinstance(r, ast.Return)
-            v = r.value
-            if v is None or (isinstance(v, ast.Constant) and not isinstance(v.value, (int, float))):
-                return Refusal("a branch returns no tensor (`return`/`return None`); torch.cond branches must return tensors")
-            if isinstance(v, ast.Constant):
-                return Refusal("a branch returns a Python number; torch.cond branches must return tensors")
-            kinds.append(("seq", len(v.elts)) if isinstance(v, (ast.Tuple, ast.List)) else ("one", 1))
-        if kinds[0] != kinds[1]:
-            return Refusal("the branches return different structures; torch.cond needs the same number of outputs")
-        for arm in arms:
-            for r in _returns(arm.stmts):
-                if r.value is None:
-                    return Refusal("a branch has a bare `return`; torch.cond branches must return tensors")
 
-    # Edit the returns in place: `.clone()` for operands or views of operands.
-    work = list(lines)
+def _aliases_operand(e: ast.expr, opset: set[str]) -> bool:
+    """Whether `e` is an operand or a view of one (torch.cond refuses an output aliasing an input)."""
+    if isinstance(e, ast.Name):
+        return e.id in opset
+    if isinstance(e, ast.Subscript):
+        return _root_name(e) in opset and isinstance(e.value, ast.Name)
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEW_METHODS:
+        return isinstance(e.func.value, ast.Name) and e.func.value.id in opset
+    if isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "H", "data"):
+        return isinstance(e.value, ast.Name) and e.value.id in opset
+    return False
 
-    def needs_clone(e: ast.expr) -> bool:
-        if isinstance(e, ast.Name):
-            return e.id in opset
-        if isinstance(e, ast.Subscript):
-            return _root_name(e) in opset and isinstance(e.value, ast.Name)
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEW_METHODS:
-            return isinstance(e.func.value, ast.Name) and e.func.value.id in opset
-        if isinstance(e, ast.Attribute) and e.attr in ("T", "mT", "H", "data"):
-            return isinstance(e.value, ast.Name) and e.value.id in opset
-        return False
 
+def _clone_returned_operands(site: _Site, shape: _Shape, opset: set[str]) -> list[str]:
+    """The file's lines with `.clone()` added to each returned operand (or view of one)."""
+    work = list(site.lines)
     patches: list[tuple[int, int, str]] = []  # (line index, code-point col, text) to insert
-    for arm in arms:
+    for arm in shape.arms:
         for r in _returns(arm.stmts):
             v = r.value
             elts = v.elts if isinstance(v, (ast.Tuple, ast.List)) else [v]
             for e in elts:
-                if e is not None and needs_clone(e):
+                if e is not None and _aliases_operand(e, opset):
                     li = (e.end_lineno or e.lineno) - 1
-                    col = byte_col_to_index(line_body(lines[li]), e.end_col_offset or 0)
+                    col = byte_col_to_index(line_body(site.lines[li]), e.end_col_offset or 0)
                     patches.append((li, col, ".clone()"))
     for li, col, add in sorted(patches, reverse=True):
         work[li] = work[li][:col] + add + work[li][col:]
+    return work
 
-    used = bound_names(tree)
+
+def _emit(text: str, site: _Site, shape: _Shape, ops: _Operands, work: list[str]) -> str:
+    """The new text: two nested functions holding the arms' lines, then the torch.cond call."""
+    lines, node = site.lines, site.node
+    indent = indent_of(lines[node.lineno - 1])
+    arm_indent = indent + indent_unit(text)
+    nl = newline_of(text, node.lineno - 1)
+    opset = set(ops.operands)
+    used = bound_names(site.tree)
     true_name, false_name = fresh_name(used, "true_fn"), fresh_name(used, "false_fn")
-    params = ", ".join(operands)
-    arm_indent = indent + unit
+    params = ", ".join(ops.operands)
 
     def arm_text(arm: _Arm, k: int) -> str:
         if arm.inline_col is not None:
@@ -438,49 +482,75 @@ def rewrite_if_as_cond(
             out = "".join(work[arm.first : arm.last + 1])
         if out and not out.endswith(("\n", "\r")):
             out += nl
-        if shape == "assign":
+        if shape.kind == "assign":
             inner = arm_indent
             if arm.inline_col is None and arm.stmts:
                 inner = indent_of(lines[arm.stmts[0].lineno - 1])
-            aliases = set(passthrough[k])
+            aliases = set(ops.passthrough[k])
             for st in arm.stmts:  # `b = y`: the output would alias an operand
                 if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-                    if needs_clone(st.value):
+                    if _aliases_operand(st.value, opset):
                         aliases.add(st.targets[0].id)
                     else:
                         aliases.discard(st.targets[0].id)
-            names = [f"{n}.clone()" if n in aliases else n for n in outputs]
+            names = [f"{n}.clone()" if n in aliases else n for n in ops.outputs]
             out += f"{inner}return {', '.join(names)}{nl}"
         return out
 
-    tb = torch_binding(tree) or "torch"
+    tb = torch_binding(site.tree) or "torch"
     test_src = segment(lines, node.test)
     if "\n" in test_src or "\r" in test_src:
         test_src = ast.unparse(node.test)
-    ops = "()" if not operands else f"({operands[0]},)" if len(operands) == 1 else f"({params})"
-    call = f"{tb}.cond({test_src}, {true_name}, {false_name}, {ops})"
+    operands = ops.operands
+    call_args = "()" if not operands else f"({operands[0]},)" if len(operands) == 1 else f"({params})"
+    call = f"{tb}.cond({test_src}, {true_name}, {false_name}, {call_args})"
 
-    new_region = f"{indent}def {true_name}({params}):{comments[0]}{nl}" + arm_text(arms[0], 0)
-    if shape == "return_after":
-        between = "".join(work[arms[0].last + 1 : arms[1].first])
-        new_region += between
-    new_region += f"{indent}def {false_name}({params}):{comments[1]}{nl}"
+    arms = shape.arms
+    new_region = f"{indent}def {true_name}({params}):{shape.comments[0]}{nl}" + arm_text(arms[0], 0)
+    if shape.kind == "return_after":
+        new_region += "".join(work[arms[0].last + 1 : arms[1].first])
+    new_region += f"{indent}def {false_name}({params}):{shape.comments[1]}{nl}"
     if len(arms) == 2:
         new_region += arm_text(arms[1], 1)
     else:
-        names = [f"{n}.clone()" if n in passthrough[1] else n for n in outputs]
+        names = [f"{n}.clone()" if n in ops.passthrough[1] else n for n in ops.outputs]
         new_region += f"{arm_indent}return {', '.join(names)}{nl}"
-    if shape == "assign":
-        new_region += f"{indent}{', '.join(outputs)} = {call}{nl}"
+    if shape.kind == "assign":
+        new_region += f"{indent}{', '.join(ops.outputs)} = {call}{nl}"
     else:
         new_region += f"{indent}return {call}{nl}"
-    last_ending = line_ending(lines[region_end])
-    if not last_ending:
+    if not line_ending(lines[shape.region_end]):
         new_region = new_region[: -len(nl)]
-    new_text = "".join(work[: node.lineno - 1]) + new_region + "".join(work[region_end + 1 :])
-    if torch_binding(tree) is None:
-        index, imp = import_torch_insertion(text, tree, node.lineno)
+    new_text = "".join(work[: node.lineno - 1]) + new_region + "".join(work[shape.region_end + 1 :])
+    if torch_binding(site.tree) is None:
+        index, imp = import_torch_insertion(text, site.tree, node.lineno)
         new_text = insert_lines(new_text, index, imp)
-    what = {"return": "if/else", "return_after": "if/return", "assign": "if/else"}[shape]
+    return new_text
+
+
+def rewrite_if_as_cond(
+    text: str, file: str, line: int, tensor_names: Iterable[str] | None = None, *, preferred: bool = True
+) -> Fix | Refusal:
+    """Rewrite the ``if`` whose header holds ``line`` (1-based) as ``torch.cond``.
+
+    ``tensor_names``: names known to hold tensors (e.g. from draft_export's frame locals); the
+    operands are the names the arms read among them. Without it the operands are the function's
+    parameters and earlier locals that the arms read, except ``self``/``cls``.
+    """
+    site = _locate(text, line)
+    if isinstance(site, Refusal):
+        return site
+    shape = _shape(site)
+    if isinstance(shape, Refusal):
+        return shape
+    ops = _operands(site, shape, tensor_names)
+    if isinstance(ops, Refusal):
+        return ops
+    refused = _check_arms(site, shape, ops)
+    if refused is not None:
+        return refused
+    work = _clone_returned_operands(site, shape, set(ops.operands))
+    new_text = _emit(text, site, shape, ops, work)
+    what = {"return": "if/else", "return_after": "if/return", "assign": "if/else"}[shape.kind]
     title = f"Rewrite this {what} as `torch.cond` (keeps both branches in the exported graph)"
     return make_fix(file, text, new_text, title, preferred)
