@@ -215,10 +215,11 @@ def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) ->
     }
     if test:
         data["test_text"] = test
+    if finding.get("fullgraph"):
+        data["fullgraph"] = True
     diag = new_diagnostic(ctx, file, rng, "graph-break", message, related=related, data=data)
     if finding.get("fullgraph"):  # the script stops here: not a slowdown but a failure
         diag.severity = ERROR
-        data["fullgraph"] = True
     return diag
 
 def what_changed(guard: str) -> Change:

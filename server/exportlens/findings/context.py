@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any, cast
 
 from exportlens import codes
 from exportlens.findings import boundary, placement
@@ -31,10 +32,11 @@ def new_diagnostic(ctx: Context, file: str, rng: Range, code: str, message: str,
          data: DiagnosticData | None = None, severity: int | None = None) -> Diagnostic:
     """A diagnostic of this target; its default severity is the code's own, from `codes`.
 
-    `data` is the code's type in `protocol.DATA_BY_CODE`; the diagnostic keeps it as a plain dict.
+    `data` is the code's type in `protocol.DATA_BY_CODE`; the diagnostic keeps that very dict.
     """
     return Diagnostic(file=file, range=rng, severity=severity or codes.CODES[code].severity, code=code,
-                      message=message, target=ctx.target, related=related or [], data=dict(data or {}))
+                      message=message, target=ctx.target, related=related or [],
+                      data=cast("dict[str, Any]", data) if data is not None else {})
 
 def base(path: str) -> str:
     return os.path.basename(path)
