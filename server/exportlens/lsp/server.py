@@ -190,8 +190,8 @@ def _is_python(uri: str, language_id: str | None = None) -> bool:
     return language_id == "python" or uri.endswith((".py", ".pyw"))
 
 
-def create_server() -> ExportLensServer:
-    server = ExportLensServer()
+def register_lifecycle(server: ExportLensServer) -> None:
+    """initialize (trust, first settings), initialized (warm-up), shutdown, configuration changes."""
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: ExportLensServer, params: types.InitializeParams) -> None:
@@ -220,6 +220,10 @@ def create_server() -> ExportLensServer:
             await ls.pull_settings()
         else:
             ls.apply_settings(params.settings)
+
+
+def register_documents(server: ExportLensServer) -> None:
+    """Open, close and save: which files run, and when (setting `exportlens.run`)."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: ExportLensServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -256,6 +260,10 @@ def create_server() -> ExportLensServer:
         for owner in ls.runs.owners_for_save(path):
             ls.run_file_soon(owner)
 
+
+def register_code_actions(server: ExportLensServer) -> None:
+    """Quick fixes from the published results, resolved lazily."""
+
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
     async def code_action(ls: ExportLensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -264,6 +272,10 @@ def create_server() -> ExportLensServer:
     @server.feature(types.CODE_ACTION_RESOLVE)
     async def code_action_resolve(ls: ExportLensServer, params: types.CodeAction) -> types.CodeAction:
         return await ls.actions.resolve(params)
+
+
+def register_hover(server: ExportLensServer) -> None:
+    """The findings under the cursor, in Markdown."""
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
@@ -283,6 +295,10 @@ def create_server() -> ExportLensServer:
             return None
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
                            range=lsp_range(first.range))
+
+
+def register_code_lens(server: ExportLensServer) -> None:
+    """A run lens on each target, and the last run's problem count."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: ExportLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -310,6 +326,10 @@ def create_server() -> ExportLensServer:
                 lenses.append(types.CodeLens(range=rng, command=types.Command(
                     title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
         return lenses
+
+
+def register_commands(server: ExportLensServer) -> None:
+    """`exportlens.runDraftExport` and `exportlens.saveOpProfiles`."""
 
     @server.command(RUN_COMMAND)
     async def run_draft_export(ls: ExportLensServer, *args: Any) -> dict[str, Any] | None:
@@ -345,6 +365,16 @@ def create_server() -> ExportLensServer:
         tell(f"ExportLens: no op profiles saved: {reason}.", types.MessageType.Warning)
         return {"saved": False, "reason": reason}
 
+
+# One registration function per feature; each takes the server and adds its handlers.
+FEATURES = (register_lifecycle, register_documents, register_code_actions, register_hover, register_code_lens,
+            register_commands)
+
+
+def create_server() -> ExportLensServer:
+    server = ExportLensServer()
+    for register in FEATURES:
+        register(server)
     return server
 
 
