@@ -17,6 +17,7 @@ from exportlens import findings, project, targets
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.source import Source, SourceError, read_source
+from exportlens.targets import FileTargets
 from exportlens.worker_client import WorkerClient, WorkerUnavailable
 
 
@@ -39,6 +40,25 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ran: bool = False  # whether user code was run for it
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The static part of a check: what the file is and what would run. No user code ran for it.
+
+    `targets` is None when the file cannot be analysed at all (unreadable, a syntax error);
+    `diagnostics` are what planning found (the syntax error, a bad project configuration).
+    """
+
+    path: str
+    root: str  # the project root: sys.path, cwd, and what counts as the user's code
+    source: Source | None
+    targets: FileTargets | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def target_names(self) -> list[str]:
+        return [t.name for t in self.targets.targets] if self.targets is not None else []
 
 
 class SourceCache:
@@ -109,7 +129,7 @@ class Engine:
     async def close(self) -> None:
         await self.worker.close()
 
-    def plan(self, path: str, text: str | None = None) -> tuple[Source | None, targets.FileTargets | None, list[Diagnostic], str]:
+    def plan(self, path: str, text: str | None = None) -> Plan:
         """Static part of a check: read, syntax-check and find targets. Runs no user code."""
         path = os.path.abspath(path)
         root = project.find_root(path)
@@ -118,13 +138,14 @@ class Engine:
             src = Source(path, text) if text is not None else read_source(path)
         except SourceError as exc:
             rng = Range.of(exc.line - 1, 0, exc.line - 1, 1)
-            return None, None, [Diagnostic(path, rng, ERROR, "syntax-error", str(exc), "")], root
+            return Plan(path, root, None, None, [Diagnostic(path, rng, ERROR, "syntax-error", str(exc), "")])
         try:
             compile(src.text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
-            return src, None, [syntax_diagnostic(src, exc)], root
+            return Plan(path, root, src, None, [syntax_diagnostic(src, exc)])
         except ValueError as exc:  # e.g. NUL bytes
-            return src, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")], root
+            return Plan(path, root, src, None,
+                        [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")])
         tree = src.tree
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
@@ -132,7 +153,7 @@ class Engine:
         diags = []
         if cfg.error:
             diags.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.error, ""))
-        return src, found, diags, root
+        return Plan(path, root, src, found, diags)
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
                          on_target: Callable[[TargetResult], None] | None = None,
@@ -144,8 +165,9 @@ class Engine:
         """
         path = os.path.abspath(path)
         result = FileResult(path)
-        src, found, diags, root = self.plan(path, text)
-        result.diagnostics.extend(diags)
+        plan = self.plan(path, text)
+        src, found, root = plan.source, plan.targets, plan.root
+        result.diagnostics.extend(plan.diagnostics)
         if found is None:
             return result
         if not found.targets:

@@ -122,11 +122,10 @@ class Runs:
     def target_names(self, path: str, text: str | None = None) -> list[str]:
         """Targets of a file, statically (no user code runs)."""
         try:
-            _, found, _, _ = self.engine().plan(path, text)
+            return self.engine().plan(path, text).target_names
         except Exception as exc:
             self.ls.log(f"cannot plan {path}: {exc}", types.MessageType.Warning)
             return []
-        return [t.name for t in found.targets] if found is not None else []
 
     def owners_for_save(self, path: str) -> list[str]:
         """Files to run when `path` is saved: itself if it has targets, and every owner whose

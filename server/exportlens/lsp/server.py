@@ -308,7 +308,7 @@ def register_code_lens(server: ExportLensServer) -> None:
             return []
         text, _ = ls.runs.current_text(path)
         try:
-            _, found, _, _ = ls.runs.engine().plan(path, text)
+            found = ls.runs.engine().plan(path, text).targets
         except Exception as exc:
             ls.log(f"codeLens: {exc}", types.MessageType.Warning)
             return []
