@@ -166,7 +166,7 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
         pin = _pin_inside_call(test, names, values) if source_expr and not unmapped else None
         if pin and source_expr:
             # torch ≤ 2.12 asks `Eq(u0, 0)` first inside `x.split(n)`: stating only that is not enough,
-            # the call then needs the value itself (torch-facts §8); pinning works on every release
+            # the call then needs the value itself (docs/torch-facts.md §8); pinning works on every release
             data["pin"] = pin
             taken = source_expr if result != "False" else fixes.negate(source_expr)
             msg += (f" Torch asked this inside the call `{test}`, which needs more than this one fact: pin the value "

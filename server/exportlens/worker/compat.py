@@ -4,7 +4,7 @@ Each entry probes the feature itself (is the attribute there, does the signature
 parameter, what does the record look like), never the version string, and takes the object to
 probe as an argument so that tests can hand it small stand-ins for old APIs. Nothing here
 imports torch at import time. The docstrings say which releases need the entry and why
-(measured, torch-facts §8).
+(measured, docs/torch-facts.md §8).
 """
 
 from __future__ import annotations
