@@ -7,27 +7,25 @@ replaced by a wrapper that notes where each compiled callable was made (the targ
 one is running, so every record lands on the callable whose call caused it. The default
 backend becomes the job's `compile_backend` (`eager` unless set): breaks are the same and it
 compiles in milliseconds instead of ~20 s for inductor. Targets are emitted by `finish()`.
-Imports only torch and the standard library.
+The messages are parsed in `compile_log`; the frame helpers shared with `trace_watch` are in
+`frames`. Imports only torch, the standard library and those two.
 """
 
 from __future__ import annotations
 
 import functools
-import linecache
 import logging
 import os
-import re
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import torch
 
-from exportlens.worker import stacks
+from exportlens.worker.compile_log import GB_URL, parse_graph_break, parse_limit, parse_recompile
+from exportlens.worker.frames import call_site, definition, live_stack, parse_traceback
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -35,205 +33,7 @@ GRAPH_BREAK_LOG = "torch._dynamo.symbolic_convert.__graph_breaks"
 RECOMPILE_LOG = "torch._dynamo.guards.__recompiles"
 LIMIT_LOG = "torch._dynamo.convert_frame"
 
-_TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
-_OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
-_LOGGING_DIR = os.path.join(os.path.dirname(os.path.abspath(logging.__file__)), "")
-_WARNINGS_FILE = os.path.abspath(warnings.__file__)
-_KEEP_FAILURES = 3  # each recompile lists every older cache entry again; the newest say it all
-
-_BREAK_HEAD = re.compile(r"^Graph break (?P<dup>\(user stack suppressed due to duplicate graph break\) )?"
-                         r"in user code at (?P<file>.+):(?P<line>\d+)\s*$")
-_TB_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+?)\s*$')
-_GB_URL = re.compile(r"(?P<url>https?://\S+/(?P<gb>gb\d+)\.html)")
-_RECOMPILE_HEAD = re.compile(r"^Recompiling function (?P<name>\S+) in (?P<file>.+):(?P<line>\d+)\s*$")
-_FAILURE = re.compile(r"^\s*- (?P<id>\d+/\d+): (?P<text>.*)$")
-_LIMIT_HEAD = re.compile(r"hit config\.(?P<which>\w+) \((?P<limit>\d+)\)")
-_LIMIT_FN = re.compile(r"function: '(?P<name>[^']+)' \((?P<file>.+):(?P<line>\d+)\)")
-_LIMIT_REASON = re.compile(r"last reason: (?:(?P<id>\d+/\d+): )?(?P<text>.*)")
-
 _state: Watch | None = None
-
-
-def _outside(path: str) -> bool:
-    """A frame the user might own: not torch, not ExportLens, not a frozen/generated module."""
-    full = os.path.abspath(path) if not path.startswith("<") else path
-    return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(_OWN_DIR)
-                or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
-
-
-def frame_json(frame: FrameType) -> dict[str, Any]:
-    """A live frame as JSON, with the exact columns of its current instruction (3.11+)."""
-    code = frame.f_code
-    out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": code.co_name}
-    if stacks.where(code.co_filename) == "stdlib":
-        out["where"] = "stdlib"  # not a library the user imported: the boundary logic skips it
-    try:
-        positions = list(code.co_positions())[frame.f_lasti // 2]
-        line, end_line, col, end_col = positions
-        if line == frame.f_lineno and None not in (end_line, col, end_col):
-            out.update({"end_line": end_line, "col": col, "end_col": end_col})
-    except (AttributeError, IndexError, ValueError):
-        pass
-    return out
-
-
-def live_stack(start: FrameType | None) -> list[dict[str, Any]]:
-    """The frames above `start` that are not torch or ExportLens, outermost first."""
-    frames = []
-    frame = start
-    while frame is not None:
-        if _outside(frame.f_code.co_filename):
-            frames.append(frame_json(frame))
-        frame = frame.f_back
-    return list(reversed(frames))
-
-
-def _caret_columns(file: str, line: int, caret: str) -> tuple[int, int] | None:
-    """UTF-8 byte columns of a traceback caret line (`   ^^^^`) under `file:line`."""
-    marks = caret.rstrip()
-    body = marks.lstrip()
-    if not body or set(body) - set("^~"):
-        return None
-    source = linecache.getline(file, line).rstrip("\r\n")
-    if not source:
-        return None
-    indent = len(source) - len(source.lstrip())
-    start = len(marks) - len(body) - 4 + indent
-    end = len(marks) - 4 + indent
-    if start < 0 or end > len(source) or end <= start:
-        return None
-    return len(source[:start].encode()), len(source[:end].encode())
-
-
-def parse_traceback(lines: list[str]) -> list[dict[str, Any]]:
-    """`File "p", line n, in f` entries (outermost first) with caret columns when shown."""
-    frames: list[dict[str, Any]] = []
-    i = 0
-    while i < len(lines):
-        m = _TB_FILE.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        fr: dict[str, Any] = {"file": os.path.abspath(m["file"]) if not m["file"].startswith("<") else m["file"],
-                              "line": int(m["line"]), "name": m["name"]}
-        if stacks.where(fr["file"]) == "stdlib":
-            fr["where"] = "stdlib"
-        i += 1
-        if i < len(lines) and not _TB_FILE.match(lines[i]) and lines[i].strip():
-            fr["loc"] = lines[i].strip()
-            i += 1
-            if i < len(lines) and lines[i].strip() and set(lines[i].strip()) <= set("^~"):
-                cols = _caret_columns(fr["file"], fr["line"], lines[i])
-                if cols is not None:
-                    fr.update({"end_line": fr["line"], "col": cols[0], "end_col": cols[1]})
-                i += 1
-        frames.append(fr)
-    return frames
-
-
-def parse_graph_break(message: str) -> dict[str, Any] | None:
-    """A `__graph_breaks` record as a raw finding: reason, gb id, hints, user frames."""
-    lines = message.splitlines()
-    if not lines:
-        return None
-    head = _BREAK_HEAD.match(lines[0])
-    if not head:
-        return None
-    tb_at = next((i for i, ln in enumerate(lines) if ln.strip() == "User code traceback:"), len(lines))
-    reason_lines = lines[1:tb_at]
-    if reason_lines and reason_lines[0].startswith("Graph Break Reason: "):
-        reason_lines[0] = reason_lines[0][len("Graph Break Reason: "):]
-    explain_at = next((i for i, ln in enumerate(reason_lines) if ln.strip().startswith("Explanation:")), None)
-    if explain_at is not None:
-        before = [ln.strip() for ln in reason_lines[:explain_at] if ln.strip()]
-        title = before[-1] if before else ""
-    else:
-        title = reason_lines[0].strip() if reason_lines else ""
-    explanation: list[str] = []
-    hints: list[str] = []
-    context = ""
-    section = ""
-    for ln in reason_lines[explain_at or 0:]:
-        s = ln.strip()
-        if s.startswith("Explanation:"):
-            section = "explanation"
-            explanation.append(s[len("Explanation:"):].strip())
-        elif s.startswith("Hint:"):
-            section = "hint"
-            hints.append(s[len("Hint:"):].strip())
-        elif s.startswith("Developer debug context:"):
-            section = ""
-            context = s[len("Developer debug context:"):].strip()
-        elif s.startswith("For more details"):
-            section = ""
-        elif section == "explanation" and s:
-            explanation.append(s)
-    url = _GB_URL.search(message)
-    frames = [f for f in parse_traceback(lines[tb_at + 1:]) if _outside(f["file"])]
-    header = {"file": os.path.abspath(head["file"]), "line": int(head["line"])}
-    return {
-        "type": "graph-break",
-        "title": title,
-        "reason": "\n".join(ln.rstrip() for ln in reason_lines).strip(),
-        "explanation": "\n".join(explanation).strip(),
-        "hints": hints,
-        "debug_context": context,
-        "gb_id": url["gb"] if url else None,
-        "url": url["url"] if url else None,
-        "at": header,
-        "frames": frames or [header],
-        "duplicate": bool(head["dup"]),
-    }
-
-
-def parse_recompile(message: str) -> dict[str, Any] | None:
-    """A `__recompiles` record: the recompiled code and each failed guard (newest entry first)."""
-    lines = message.splitlines()
-    head = _RECOMPILE_HEAD.match(lines[0]) if lines else None
-    if not head:
-        return None
-    failures: list[dict[str, Any]] = []
-    extra: list[str] = []
-    for ln in lines[1:]:
-        m = _FAILURE.match(ln)
-        if m and not m["text"].startswith("User stack trace"):
-            if failures:
-                failures[-1]["frames"] = parse_traceback(extra)
-            extra = []
-            text = m["text"]
-            guard, _, comment = text.partition("  # ")
-            failures.append({"compile_id": m["id"], "reason": text.rstrip(), "guard": guard.strip(),
-                             "code": comment.split("  # ")[0].strip() if comment else ""})
-        elif failures:
-            extra.append(re.sub(r"^\s*-", "", ln))
-    if failures:
-        failures[-1]["frames"] = parse_traceback(extra)
-    return {
-        "type": "recompile",
-        "function": head["name"],
-        "code": {"file": os.path.abspath(head["file"]), "line": int(head["line"]), "name": head["name"]},
-        "failures": failures[:_KEEP_FAILURES],
-        "failed_entries": len(failures),
-        "reason": failures[0]["reason"] if failures else "",
-    }
-
-
-def parse_limit(message: str) -> dict[str, Any] | None:
-    """The `recompile_limit` warning: which function gave up compiling, and the last reason."""
-    head = _LIMIT_HEAD.search(message)
-    fn = _LIMIT_FN.search(message)
-    if not head or not fn:
-        return None
-    last = _LIMIT_REASON.search(message)
-    return {
-        "type": "recompile-limit",
-        "limit": int(head["limit"]),
-        "config": head["which"],
-        "function": fn["name"],
-        "code": {"file": os.path.abspath(fn["file"]), "line": int(fn["line"]), "name": fn["name"]},
-        "reason": last["text"].strip() if last else "",
-        "compile_id": last["id"] if last and last["id"] else None,
-    }
 
 
 @dataclass
@@ -257,22 +57,6 @@ class Target:
         if self.error is not None:
             out["compile_error"] = self.error
         return out
-
-
-def _definition(obj: Any) -> dict[str, Any] | None:
-    """Where the compiled code is defined: a function's code, or a module's `forward`."""
-    owner = getattr(obj, "__self__", None)
-    if isinstance(owner, torch.nn.Module) and getattr(obj, "__name__", "") in ("_call_impl", "__call__"):
-        obj = owner  # `module.compile()` compiles the bound `_call_impl`
-    if isinstance(obj, torch.nn.Module):
-        obj = getattr(type(obj), "forward", None)
-    obj = getattr(obj, "__func__", obj)
-    while hasattr(obj, "__wrapped__") and not hasattr(obj, "__code__"):
-        obj = obj.__wrapped__
-    code = getattr(obj, "__code__", None)
-    if code is None:
-        return None
-    return {"file": os.path.abspath(code.co_filename), "line": code.co_firstlineno, "name": code.co_name}
 
 
 class _Handler(logging.Handler):
@@ -319,7 +103,7 @@ class Watch:
     # -- torch.compile replacement ------------------------------------------------------------
     def compile(self, model: Any = None, **kwargs: Any) -> Any:
         """`torch.compile` with the job's backend, remembering the call site as a target."""
-        site = _call_site(sys._getframe(1))
+        site = call_site(sys._getframe(1))
         if model is None:
             return lambda m: self._compile(m, site, kwargs)
         return self._compile(model, site, kwargs)
@@ -346,7 +130,7 @@ class Watch:
         target = self.targets.get(site)
         if target is None:
             name = f"compile at {os.path.basename(site[0])}:{site[1]}"
-            target = Target(name, site[0], site[1], _definition(model), options)
+            target = Target(name, site[0], site[1], definition(model), options)
             self.targets[site] = target
         return target
 
@@ -414,7 +198,7 @@ class Watch:
             return
         text = str(exc)
         frames = parse_traceback(text.split("from user code:", 1)[1].splitlines()) if "from user code:" in text else []
-        url = _GB_URL.search(text)
+        url = GB_URL.search(text)
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         hints = [ln.strip()[len("Hint:"):].strip() for ln in text.splitlines() if ln.strip().startswith("Hint:")]
         explanation = [ln.strip()[len("Explanation:"):].strip() for ln in text.splitlines()
@@ -466,18 +250,6 @@ def _backend_name(backend: Any) -> str:
     if isinstance(backend, str):
         return backend
     return getattr(backend, "__name__", None) or type(backend).__name__
-
-
-def _call_site(frame: FrameType | None) -> tuple[str, int]:
-    """The innermost frame outside torch/ExportLens: who called `torch.compile`."""
-    first = frame
-    while frame is not None:
-        if _outside(frame.f_code.co_filename):
-            return os.path.abspath(frame.f_code.co_filename), frame.f_lineno
-        frame = frame.f_back
-    if first is None:
-        return "<unknown>", 1
-    return os.path.abspath(first.f_code.co_filename), first.f_lineno
 
 
 def install(emit: Emit, root: str, backend: str = "eager") -> Watch:

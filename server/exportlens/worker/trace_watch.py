@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from exportlens.worker import capture
-from exportlens.worker.compile_watch import _call_site, _definition, live_stack
+from exportlens.worker.frames import call_site, definition, live_stack
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -96,10 +96,10 @@ class TraceWatch:
         """`torch.jit.trace`, recording its warnings and surviving a failed check."""
         if self.depth:
             return self.original(func, example_inputs, *args, **kwargs)
-        file, line = _call_site(sys._getframe(1))
+        file, line = call_site(sys._getframe(1))
         self.count += 1
         event: dict[str, Any] = {"event": "target", "name": f"trace at {os.path.basename(file)}:{line}",
-                                 "file": file, "line": line, "kind": "trace", "definition": _definition(func)}
+                                 "file": file, "line": line, "kind": "trace", "definition": definition(func)}
         found: list[dict[str, Any]] = []
         shown: list[tuple[Any, ...]] = []
         started = time.perf_counter()
