@@ -16,6 +16,7 @@ from typing import Any
 from exportlens import findings, project, targets
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
+from exportlens.protocol import FindingEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source
 from exportlens.targets import FileTargets
 from exportlens.worker_client import WorkerClient, WorkerUnavailable
@@ -182,17 +183,16 @@ class Engine:
         job["save_op_profiles"] = save_op_profiles
         seen: set[str] = set()
         raw: list[Diagnostic] = []
-        partial: dict[str, dict[str, Any]] = {}  # target → what torch recorded so far (streamed findings)
+        partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
         started = time.perf_counter()
         try:
             async for event in self.worker.run(job, timeout=self.settings.timeout, memory_mb=self.settings.memory_mb):
-                kind = event.get("event")
-                if kind == "finding":
+                if event["event"] == "finding":
                     _add_partial(partial, event)
-                elif kind == "phase":
+                elif event["event"] == "phase":
                     if on_phase:
                         on_phase(str(event.get("phase") or ""), str(event.get("target") or ""))
-                elif kind == "target":
+                elif event["event"] == "target":
                     partial.pop(str(event.get("name")), None)  # the complete report supersedes the stream
                     ctx = findings.Context(root, cache, event["name"], event["file"], int(event["line"]))
                     got = findings.from_event(ctx, event)
@@ -209,7 +209,7 @@ class Engine:
                         result.op_profiles.append({"target": tr.name, **saved})
                     if on_target:
                         on_target(tr)
-                elif kind == "done" and event.get("status") in ("crashed", "timeout"):
+                elif event["event"] == "done" and event["status"] in ("crashed", "timeout"):
                     kept = 0
                     for name, ev in partial.items():  # what torch recorded before the deadline still counts
                         ctx = findings.Context(root, cache, name, ev["file"], int(ev["line"]))
@@ -270,25 +270,29 @@ class _Pending:
     kind: str
 
 
-def _stopped_targets(plan: targets.FileTargets, partial: dict[str, dict[str, Any]]) -> list[_Pending]:
+def _stopped_targets(plan: targets.FileTargets, partial: dict[str, TargetEvent]) -> list[_Pending]:
     """The targets a stopped job may have been running: those with streamed findings first."""
     streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export"))
                 for name, ev in partial.items()]
     return streamed + [_Pending(t.name, None, t.line, t.kind) for t in plan.targets]
 
 
-def _add_partial(partial: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
+def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
     """Collect one streamed `finding` into a target event of the same shape as the final one."""
     name = str(event.get("name"))
-    target = partial.setdefault(name, {"event": "target", "name": name, "file": event.get("file"),
+    target = partial.setdefault(name, {"event": "target", "name": name, "file": event["file"],
                                        "line": int(event.get("line") or 1), "kind": event.get("kind", "export"),
-                                       "partial": True})
-    for key in ("failures", "compile_findings", "trace_findings"):
-        if key in event:
-            target.setdefault(key, []).extend(event[key])
-    for key in ("definition", "compile_options"):
-        if key in event:
-            target[key] = event[key]
+                                       "seconds": 0.0, "partial": True})
+    if "failures" in event:
+        target.setdefault("failures", []).extend(event["failures"])
+    if "compile_findings" in event:
+        target.setdefault("compile_findings", []).extend(event["compile_findings"])
+    if "trace_findings" in event:
+        target.setdefault("trace_findings", []).extend(event["trace_findings"])
+    if "definition" in event:
+        target["definition"] = event["definition"]
+    if "compile_options" in event:
+        target["compile_options"] = event["compile_options"]
 
 
 def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:

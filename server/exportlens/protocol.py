@@ -75,6 +75,8 @@ class FrameInfo(TypedDict):
     end_line: NotRequired[int | None]
     col: NotRequired[int | None]
     end_col: NotRequired[int | None]
+    where: NotRequired[str]  # "stdlib", or the installed package the file belongs to (`worker.stacks.where`)
+    qualname: NotRequired[str]  # the function's qualified name (live stacks)
 
 
 class CodeLocation(TypedDict):
@@ -160,6 +162,7 @@ class ExportFailure(TypedDict):
     qualname: NotRequired[str]
     definition: NotRequired[OpDefinition | None]
     fake: NotRequired[CodeLocation | None]
+    live_stack: NotRequired[list[FrameInfo] | None]  # the whole Python stack when torch recorded it
 
 
 class SavedProfiles(TypedDict):
@@ -294,6 +297,12 @@ class StartedEvent(TypedDict):
     pid: int
 
 
+class DraftCrash(ExceptionInfo):
+    """draft_export itself raised inside torch; plain torch.export.export then decided what it means."""
+
+    plain_export: Literal["ok", "failed"]
+
+
 class TargetEvent(TypedDict):
     """One analysed target: an export call or factory, a torch.compile call site, a torch.jit.trace call.
 
@@ -323,11 +332,39 @@ class TargetEvent(TypedDict):
     trace_findings: NotRequired[list[TraceFinding]]
     recovered: NotRequired[bool]  # the trace check failed and the trace was redone without it
     torch_bug: NotRequired[TorchBug]
+    draft_crash: NotRequired[DraftCrash]
+    plain_exception: NotRequired[ExceptionInfo]  # what plain export raised after draft export crashed
+    partial: NotRequired[bool]  # made up by the engine from streamed findings of a stopped job
     unsupported: NotRequired[str]  # "draft_export": this torch cannot run the target (then `torch` says which)
     torch: NotRequired[str]
 
 
 DoneStatus = Literal["ok", "crashed", "timeout", "cancelled"]
+
+
+class FindingEvent(TypedDict):
+    """One failure streamed the moment torch records it, so a job stopped by its deadline keeps it."""
+
+    event: Literal["finding"]
+    id: NotRequired[str]
+    name: str
+    file: str
+    line: int
+    kind: Literal["export", "compile", "trace"]
+    failures: NotRequired[list[ExportFailure]]
+    compile_findings: NotRequired[list[CompileFinding]]
+    trace_findings: NotRequired[list[TraceFinding]]
+    definition: NotRequired[CodeLocation | None]
+    compile_options: NotRequired[CompileOptions]
+
+
+class PhaseEvent(TypedDict):
+    """What the job is doing now (for progress messages)."""
+
+    event: Literal["phase"]
+    id: NotRequired[str]
+    phase: str  # "exporting"
+    target: str
 
 
 class DoneEvent(TypedDict):
@@ -355,7 +392,7 @@ class PongEvent(TypedDict):
     id: str | None
 
 
-JobEvent = StartedEvent | TargetEvent | DoneEvent
+JobEvent = StartedEvent | PhaseEvent | FindingEvent | TargetEvent | DoneEvent
 """What `WorkerClient.run` yields for one job."""
 
 Event = ReadyEvent | JobEvent | EndEvent | ErrorEvent | PongEvent
@@ -373,7 +410,20 @@ class CallSite(TypedDict):
     range: dict[str, Any]  # Range.to_json()
 
 
-class DataDependentData(TypedDict):
+class LibraryFacts(TypedDict, total=False):
+    """A finding whose cause is inside an installed library: placed on the project's call into it."""
+
+    library: str  # the package
+    library_frame: dict[str, Any]
+    library_chain: list[dict[str, Any]]
+    boundary: Place  # the project's line that calls into the library
+    stack_source: str  # which stack found it: "live", "torch", "graph", "dynamo", "traceback"
+    user_line: int
+    upstream_search: str  # what to search the library's issues for
+    advice: str  # "library", "register_fake_in_project"
+
+
+class DataDependentData(LibraryFacts):
     expr: str  # torch's expression ("u0 > 2")
     result: str | None  # what draft export assumed ("True") or the value it used
     occurrences: int
@@ -425,7 +475,7 @@ class GuardAddedData(TypedDict):
 FakeKernelRole = Literal["call", "definition", "fake", "target"]
 
 
-class FakeKernelData(TypedDict):
+class FakeKernelData(LibraryFacts):
     """missing-fake-kernel and mismatched-fake-kernel: one diagnostic per role, the same facts."""
 
     op: str
@@ -439,7 +489,16 @@ class FakeKernelData(TypedDict):
     occurrences: NotRequired[int]
 
 
-class ExportErrorData(TypedDict, total=False):
+class DraftCrashFacts(TypedDict, total=False):
+    """What is known when draft export itself crashed (`DraftCrash`)."""
+
+    draft_export_error: dict[str, Any]  # its type and message
+    crash_family: str  # which known torch crash it is, in words
+    repro: str  # a command that reproduces it
+    plain_export: Literal["ok", "failed"]
+
+
+class ExportErrorData(LibraryFacts, DraftCrashFacts, total=False):
     """export-error: an exception (exception_type/message) or a report entry ExportLens does not know (raw)."""
 
     exception_type: str
@@ -448,7 +507,13 @@ class ExportErrorData(TypedDict, total=False):
     occurrences: int
 
 
-class TargetErrorData(TypedDict, total=False):
+class DraftCrashData(DraftCrashFacts, total=False):
+    """draft-export-crashed: draft export crashed, plain export passed."""
+
+    occurrences: int
+
+
+class TargetErrorData(LibraryFacts, DraftCrashFacts, total=False):
     exception_type: str
     exception_message: str
     occurrences: int
@@ -481,7 +546,7 @@ class FixChoice(TypedDict, total=False):
 
 # "break": which known break ("branch", "item", "builtin", "deepcopy"), by torch's title or gb id;
 # None for another. A keyword, so it needs TypedDict's functional form.
-_KnownBreak = TypedDict("_KnownBreak", {"break": str | None})
+_KnownBreak = TypedDict("_KnownBreak", {"break": str | None}, total=False)
 
 
 class GraphBreakData(_KnownBreak):
@@ -502,6 +567,14 @@ class GraphBreakData(_KnownBreak):
     fixes: list[FixChoice]
     test_text: NotRequired[str]
     fullgraph: NotRequired[bool]
+    library: NotRequired[str]  # the break is inside this library (see LibraryFacts)
+    library_frame: NotRequired[dict[str, Any]]
+    library_chain: NotRequired[list[dict[str, Any]]]
+    boundary: NotRequired[Place]
+    stack_source: NotRequired[str]
+    upstream_search: NotRequired[str]
+    advice: NotRequired[str]
+    library_test_text: NotRequired[str]  # the library's source text under the break
     occurrences: NotRequired[int]
 
 
@@ -568,7 +641,7 @@ class NoData(TypedDict, total=False):
 
 DiagnosticData = (
     DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
-    | CrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
+    | CrashData | DraftCrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
 )
 
 DATA_BY_CODE: dict[str, Any] = {
@@ -586,5 +659,6 @@ DATA_BY_CODE: dict[str, Any] = {
     "worker-timeout": CrashData,
     "target-error": TargetErrorData,
     "no-target": NoData,
+    "draft-export-crashed": DraftCrashData,
 }
 """The type of `Diagnostic.data` for each code (`codes.CODES` has the same keys; a test checks it)."""

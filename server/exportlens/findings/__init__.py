@@ -28,8 +28,9 @@ def from_event(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
         out.extend(compile_diagnostics(ctx, event))
     elif kind == "trace":
         out.extend(trace_diagnostics(ctx, event))
-    if kind == "export" and (event.get("torch_bug") or {}).get("kind") == "float-item-assert":
-        return [float_item_bug(ctx, event)]  # torch ≤ 2.12's solver bug, explained instead of its AssertionError
+    bug = event.get("torch_bug")
+    if kind == "export" and bug is not None and bug["kind"] == "float-item-assert":
+        return [float_item_bug(ctx, event, bug)]  # torch ≤ 2.12's solver bug, explained instead of its AssertionError
     if "draft_crash" in event:  # draft export's own crash: plain export decided what it means
         return out + draft_crash_diagnostics(ctx, event)
     if "exception" in event:

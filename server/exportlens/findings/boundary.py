@@ -10,7 +10,7 @@ logged the problem, the exception's traceback, dynamo's user stack, draft export
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,13 +87,13 @@ def package_of(path: str) -> str:
     return os.path.basename(os.path.dirname(path))
 
 
-def _is_library(fr: dict[str, Any], root: str) -> bool:
+def _is_library(fr: Mapping[str, Any], root: str) -> bool:
     file = str(fr.get("file") or "")
     return bool(file) and not file.startswith("<") and not fr.get("where") and not is_torch(file) \
         and not is_user_file(file, root)
 
 
-def locate(stacks: Iterable[tuple[str, list[dict[str, Any]] | None]], root: str) -> Boundary | None:
+def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], root: str) -> Boundary | None:
     """The boundary from the first stack (most complete first) that has a line of the project."""
     for source, frames in stacks:
         frames = [f for f in frames or [] if f.get("file") and f.get("line")]

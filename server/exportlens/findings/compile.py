@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import cast
 
 from exportlens import codes
 from exportlens.findings import boundary, placement
@@ -126,7 +127,7 @@ def _break_text(finding: GraphBreakFinding, test: str) -> str:
     text = f"Graph break: torch.compile cannot trace this ({title})"
     return text + (f": {explanation}" if explanation and explanation != title else ".") + f" {then}"
 
-def _library_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any], b: boundary.Boundary) -> Diagnostic:
+def _library_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding, b: boundary.Boundary) -> Diagnostic:
     """A graph break inside a library: on the project's call into it, the library line related."""
     lib = b.inside
     assert lib is not None
@@ -149,7 +150,7 @@ def _library_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any],
                 f"limitation: search its issues for \"{search}\".")
     related += site_related(ctx, "compiled here with torch.compile")
     fixes = [f for f in _break_fixes(finding, None, event) if f["fix"] == "capture_scalar_outputs"]
-    data = {
+    data = cast(GraphBreakData, {  # GraphBreakData with the library's facts (LibraryFacts) spread in
         "kind": "graph-break", "gb_id": finding.get("gb_id"), "url": finding.get("url"),
         "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
         "hints": finding.get("hints") or [], "torch_location": finding.get("at") or {}, **placed,
@@ -157,7 +158,7 @@ def _library_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any],
         "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
         "compile_options": event.get("compile_options") or {}, "upstream_search": search, "advice": "library",
         "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes, "library_test_text": test,
-    }
+    })
     diag = new_diagnostic(ctx, b.frame.file, rng, "graph-break", message, related=related, data=data)
     if finding.get("fullgraph"):
         diag.severity = ERROR
@@ -165,7 +166,7 @@ def _library_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any],
     return diag
 
 
-def graph_break(ctx: Context, event: dict[str, Any], finding: dict[str, Any]) -> Diagnostic:
+def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) -> Diagnostic:
     b = boundary.locate([("dynamo", finding.get("frames"))], ctx.root)
     if b is not None and b.inside is not None:
         return _library_break(ctx, event, finding, b)

@@ -11,7 +11,7 @@ from exportlens.findings import boundary, placement
 from exportlens.findings.placement import Frame, SourceLoader
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
-from exportlens.protocol import CodeLocation, DiagnosticData
+from exportlens.protocol import CodeLocation, DiagnosticData, LibraryFacts
 from exportlens.source import Source
 
 
@@ -94,7 +94,7 @@ def def_anchor(ctx: Context, code: CodeLocation | None) -> tuple[str, Range] | N
 def frame_name(frame: Frame) -> str:
     return "module" if frame.name in ("", "<module>") else frame.name
 
-def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Related], dict[str, Any]]:
+def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Related], LibraryFacts]:
     """Range on the project's call into the library, the library line as related, the chain as data."""
     lib = b.inside
     assert lib is not None
@@ -114,7 +114,7 @@ def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Relat
         entry = b.library[0]
         related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))
     related += outer_related(ctx, b.outer, "called", b.frame)
-    data = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
-            "boundary": {"file": b.frame.file, "line": b.frame.line}, "stack_source": b.source,
-            "user_line": b.frame.line}
+    data: LibraryFacts = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+                          "boundary": {"file": b.frame.file, "line": b.frame.line}, "stack_source": b.source,
+                          "user_line": b.frame.line}
     return rng, related, data

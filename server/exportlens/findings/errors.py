@@ -9,7 +9,7 @@ from exportlens.findings.context import Context, new_diagnostic, outer_related, 
 from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
-from exportlens.protocol import CrashData, ExceptionInfo, ExportErrorData, SyntaxErrorData
+from exportlens.protocol import CrashData, DraftCrash, DraftCrashData, ExceptionInfo, ExportErrorData, SyntaxErrorData, TargetEvent
 
 _FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
@@ -30,8 +30,8 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
             text = src.line(line)
             start = src.position(line, len(text[:col].encode()))
             rng = Range(start, src.line_range(line).end if start < src.line_range(line).end else start)
-            return new_diagnostic(ctx, syntax["file"], rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
-                         data={"exception_type": "SyntaxError"})
+            return new_diagnostic(ctx, syntax_file, rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
+                         data=SyntaxErrorData(exception_type="SyntaxError"))
     b = boundary.locate([("traceback", link.get("frames")) for link in chain], ctx.root)
     frames: list[Frame] = ([*b.outer, b.frame] if b is not None else [])
     if not frames:  # torch sometimes names the user's line only in its message
@@ -49,7 +49,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
         text = f"{target_error[0].upper() + target_error[1:]}: {inside}{kind}: {message}"
     else:
         text = f"torch.export failed{' ' + inside.rstrip(': ') + ':' if inside else ':'} {kind}: {message}"
-    data: dict[str, Any] = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}
+    data: ExportErrorData = {"exception_type": kind, "exception_message": exc.get("message", "")[:4000]}  # TargetErrorData's keys too
     if frames:
         frame = frames[-1]
         src = ctx.source(frame.file)
@@ -89,7 +89,7 @@ def crash_family(text: str) -> str | None:
     return None
 
 
-def _crash_text(crash: dict[str, Any]) -> str:
+def _crash_text(crash: DraftCrash) -> str:
     parts = [crash.get("type", ""), crash.get("message", "")]
     for link in crash.get("chain") or []:
         parts += [link.get("type", ""), link.get("message", "")] + [str(f.get("name")) for f in link.get("frames") or []]
@@ -111,13 +111,13 @@ def repro_command(ctx: Context) -> str:
             f"s.get('example_kwargs'), dynamic_shapes=s.get('dynamic_shapes'))\"")
 
 
-def draft_crash_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnostic]:
+def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     """Draft export itself crashed. Plain export passed: a hint, not an error. It failed: its error is the finding."""
     crash = event["draft_crash"]
     known = crash_family(_crash_text(crash))
     family = known or "draft export raised an internal error"
-    raw = {"draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
-           "crash_family": family, "repro": repro_command(ctx)}
+    raw: DraftCrashData = {"draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
+                           "crash_family": family, "repro": repro_command(ctx)}
     if "exception" in event and (known is None or "plain_exception" not in event):
         # both failed and draft's error is not one of its own known crashes (e.g. wrong inputs): draft's words
         return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
@@ -126,7 +126,7 @@ def draft_crash_diagnostics(ctx: Context, event: dict[str, Any]) -> list[Diagnos
         msg = (f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
                f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
                f"that reproduces it are in the details.")
-        return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, data={**raw, "plain_export": "ok"})]
+        return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, data=DraftCrashData(**raw, plain_export="ok"))]
     diag = exception_diagnostic(ctx, event["plain_exception"], target_error=event.get("target_error"))
     diag.message += (f"\n(Draft export crashed first — {family} — so this is plain torch.export.export's error.)")
     diag.data.update({**raw, "plain_export": "failed"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, cast
 
 from exportlens import fixes
 from exportlens.findings import boundary, placement, symbols
@@ -13,7 +13,6 @@ from exportlens.findings.placement import Frame
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
 from exportlens.protocol import (
-    CallSite,
     DataDependentData,
     DimInfo,
     ExportErrorData,
@@ -22,6 +21,7 @@ from exportlens.protocol import (
     FakeKernelRole,
     FloatPlace,
     GuardAddedData,
+    LibraryFacts,
     OpProfile,
     TargetEvent,
     TorchBug,
@@ -52,7 +52,7 @@ def export_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
                              f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data=unknown))
     return out
 
-def failure_boundary(ctx: Context, failure: dict[str, Any]) -> boundary.Boundary | None:
+def failure_boundary(ctx: Context, failure: ExportFailure) -> boundary.Boundary | None:
     """The project's line for a failure: the live stack first, then the frames torch kept."""
     live = failure.get("live_stack")
     kept = [f for f in failure.get("user_stack") or [] if f.get("file") and not f.get("where")]
@@ -65,7 +65,7 @@ def failure_boundary(ctx: Context, failure: dict[str, Any]) -> boundary.Boundary
     return found
 
 
-def _primary(ctx: Context, failure: dict[str, Any]) -> tuple[Frame | None, list[Frame]]:
+def _primary(ctx: Context, failure: ExportFailure) -> tuple[Frame | None, list[Frame]]:
     found = failure_boundary(ctx, failure)
     return (found.frame, found.outer) if found is not None else (None, [])
 
@@ -77,7 +77,7 @@ def _library_head(lib: boundary.LibraryFrame) -> str:
 LIBRARY_NO_EDIT = "This is the library's code, not yours: ExportLens never edits it."
 
 
-def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
+def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, int | float]) -> list[Diagnostic]:
     b = failure_boundary(ctx, failure)
     frame, outer = (b.frame, b.outer) if b is not None else (None, [])
     lib = b.inside if b is not None else None
@@ -106,7 +106,7 @@ def data_dependent(ctx: Context, failure: dict[str, Any]) -> list[Diagnostic]:
     if lib is not None:  # the guard is in the library: speak its names, place it on the project's call
         assert b is not None
         rng, related, placed = library_place(ctx, b)
-        data.update(placed)
+        data.update(cast(DataDependentData, placed))  # the library's facts: keys DataDependentData declares
         lib_src = ctx.source(lib.file)
         test = lib_src.text_of(placement.guard_range(lib_src, lib.line, bare)[0]) if lib_src is not None else (lib.loc or "")
         data["test_text"] = test
@@ -357,12 +357,13 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
         out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data=with_role))
     return out
 
-def _library_op(ctx: Context, failure: dict[str, Any], data: dict[str, Any], anchors: list[tuple[str, Range, str]],
+def _library_op(ctx: Context, failure: ExportFailure, data: FakeKernelData, anchors: list[tuple[str, Range, FakeKernelRole]],
                 qualname: str, real: str) -> list[Diagnostic]:
     """A library's custom op without a fake kernel: on the project's call into the library, with
     the library's call of the op and its definition as related; the fix registers the kernel in
     the project's own file."""
-    definition = failure["definition"]
+    definition = failure.get("definition")
+    assert definition is not None  # the caller checked: a library's op
     b = boundary.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []],
                         ctx.root)
     lib_def = boundary.LibraryFrame(definition["file"], int(definition["line"]), str(definition.get("function") or ""),
@@ -371,7 +372,7 @@ def _library_op(ctx: Context, failure: dict[str, Any], data: dict[str, Any], anc
     def_related = Related(lib_def.file, boundary.library_range(def_src, lib_def) if def_src is None
                           else placement.definition_range(def_src, lib_def.line),
                           f"`{qualname}` is defined here, in the library {lib_def.package} ({lib_def.where()})")
-    sites: list[tuple[str, Range, list[Related], dict[str, Any]]] = []
+    sites: list[tuple[str, Range, list[Related], LibraryFacts]] = []
     if b is not None and b.inside is not None:
         rng, related, placed = library_place(ctx, b)
         related[0] = boundary.library_related(ctx.source(b.inside.file), b.inside, f"`{qualname}` is called here")

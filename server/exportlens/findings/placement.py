@@ -8,12 +8,12 @@ expression that caused the problem — the `if` test, the call of the op, the `.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from exportlens.model import Range
 from exportlens.project import is_user_file
-from exportlens.protocol import FrameInfo
 from exportlens.source import Source
 
 
@@ -27,12 +27,13 @@ class Frame:
     end_col: int | None = None
 
     @classmethod
-    def from_json(cls, d: FrameInfo) -> Frame:
+    def from_json(cls, d: Mapping[str, Any]) -> Frame:
         return cls(str(d.get("file")), int(d.get("line") or 1), str(d.get("name") or ""),
                    d.get("col"), d.get("end_line"), d.get("end_col"))
 
 
-def user_frames(frames: Iterable[FrameInfo], root: str) -> list[Frame]:
+def user_frames(frames: Iterable[Mapping[str, Any]], root: str) -> list[Frame]:
+    """`frames`: `protocol.FrameInfo`s (or frames of the same shape made here)."""
     """The frames (outermost first) that are the user's code."""
     return [Frame.from_json(f) for f in frames if f.get("file") and f.get("line") and is_user_file(f["file"], root)]
 

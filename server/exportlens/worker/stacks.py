@@ -1,6 +1,6 @@
 """The whole Python stack at the moment torch records a problem, and the problems as they come.
 
-torch keeps 3 frames of a draft-export failure (`user_stack`, torch-facts §1.2): inside a library
+torch keeps 3 frames of a draft-export failure (`user_stack`, docs/torch-facts.md §1.2): inside a library
 the project's own line is gone. The job runs in the same process as torch, so a handler on
 torch's structured-trace logger sees each record while the user's and the library's frames are
 still live. It keeps that stack for the failure (matched by identity with the report's data) and
