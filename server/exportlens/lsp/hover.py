@@ -60,7 +60,8 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
     source_expr, expr = d.get("source_expr"), d.get("expr")
     if expr or source_expr:
         if source_expr:
-            out.append(f"- guard in your code: `{source_expr}`")
+            where = f"the library {d['library']}" if d.get("library") else "your code"  # a library's guard is not the user's
+            out.append(f"- guard in {where}: `{source_expr}`")
         if expr:
             out.append(f"- as torch printed it: `{expr}`")
         if d.get("result") is not None:
