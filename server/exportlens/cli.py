@@ -10,6 +10,7 @@ import sys
 import time
 
 from exportlens import __version__
+from exportlens.cli_progress import CliProgress
 from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Report
 
@@ -73,10 +74,19 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
                               compile_backend=args.compile_backend, jobs=args.jobs, timeout_knob="--timeout")
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
+    progress = CliProgress()
+    ticker = asyncio.ensure_future(progress.run())
+
+    def file_done(result: FileResult) -> None:
+        progress.file_done(result.path)
+        _say_profiles(result)
+
     started = time.perf_counter()
     try:
-        report = await engine.check_paths(args.paths, on_file=_say_profiles, save_op_profiles=args.save_op_profiles)
+        report = await engine.check_paths(args.paths, on_file=file_done, on_phase=progress.phase,
+                                          save_op_profiles=args.save_op_profiles)
     finally:
+        ticker.cancel()
         await engine.close()
     return report, time.perf_counter() - started
 

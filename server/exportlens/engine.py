@@ -7,6 +7,7 @@ runs them in the warm worker, and turns the worker's events into placed diagnost
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -236,8 +237,12 @@ class Engine:
         return result
 
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
+                          on_phase: Callable[[str, str, str], None] | None = None,
                           save_op_profiles: bool = False) -> Report:
-        """Every Python file under `paths`; files named directly always get an answer."""
+        """Every Python file under `paths`; files named directly always get an answer.
+
+        `on_phase(path, phase, target)` is told what each file's job is doing; `on_file` when it is done.
+        """
         files: list[tuple[str, bool]] = []
         for p in paths:
             explicit = os.path.isfile(p)
@@ -247,7 +252,8 @@ class Engine:
 
         async def one(file: str, explicit: bool) -> FileResult:
             async with gate:
-                res = await self.check_file(file, explicit=explicit, save_op_profiles=save_op_profiles)
+                tell = functools.partial(on_phase, file) if on_phase else None
+                res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
             if on_file:
                 on_file(res)
             return res

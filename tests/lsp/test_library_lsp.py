@@ -78,3 +78,12 @@ async def test_each_library_problem_on_the_boundary_with_the_library_line(client
     assert "1. your code `detect.py:13`\n2. `TinyDetector.forward` `detector.py:16`: `boxes = decode_boxes(images)`\n" in text
     assert "- guard in the library minilib: `num_kept > 2`" in text  # the library's guard, not the user's
     assert "guard in your code" not in text
+
+
+async def test_the_progress_report_shows_the_phase(client: LanguageClient, ws: Path) -> None:
+    # the run of the previous test reported its phases; find that run's finished progress
+    runs = [r for r in client.progress_reports.values() if r and isinstance(r[-1], types.WorkDoneProgressEnd)]
+    assert runs, "no finished progress"
+    messages = [v.message for v in runs[0] if isinstance(v, types.WorkDoneProgressReport)]
+    assert messages[:2] == ["detect.py: importing", "model: exporting"]
+    assert messages[-1] == "model: problems (1/1)"

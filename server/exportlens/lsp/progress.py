@@ -1,5 +1,5 @@
-"""LSP work-done progress for one run: begin with the target names, report per target, end with
-the problem count. A no-op when the client cannot show progress.
+"""LSP work-done progress for one run: begin with the target names, report each phase (importing,
+building the model, exporting) and each finished target, end with the problem count. A no-op when the client cannot show progress.
 
 Creating a token is a round trip to the client, so it happens beside the run rather than
 before it: reports and the end that arrive before `begin` went out are held and sent in order.
@@ -80,7 +80,17 @@ class RunProgress:
         pct = min(100, int(100 * self.done / self.total))
         report = types.WorkDoneProgressReport(message=f"{tr.name}: {tr.status} ({self.done}/{self.total})",
                                               percentage=pct, cancellable=True)
-        if self.ready and self.token is not None:
+        self._report(report)
+
+    def phase(self, phase: str, target: str) -> None:
+        """What the job is doing now (importing, building the model, exporting...)."""
+        if self.ls is None or self.end_message is not None:
+            return
+        pct = min(100, int(100 * self.done / self.total))
+        self._report(types.WorkDoneProgressReport(message=f"{target}: {phase}", percentage=pct, cancellable=True))
+
+    def _report(self, report: types.WorkDoneProgressReport) -> None:
+        if self.ready and self.token is not None and self.ls is not None:
             self.ls.work_done_progress.report(self.token, report)
         else:
             self.held.append(report)

@@ -173,7 +173,7 @@ class Runs:
             names = self.target_names(path) or [os.path.basename(path)]
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
-            result = await engine.check_file(path, explicit=explicit, on_target=progress.target)
+            result = await engine.check_file(path, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:

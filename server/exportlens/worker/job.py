@@ -327,6 +327,9 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     os.chdir(root)
     run_name = "__main__" if request.get("main") else "__exportlens_target__"
     started = time.perf_counter()
+    # a script's own export calls happen while it runs; a module's targets come after its import
+    emit({"event": "phase", "phase": "running the script" if request.get("main") else "importing",
+          "target": os.path.basename(file)})
     namespace: dict[str, Any] = {}
     try:
         try:
@@ -358,6 +361,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
             emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
                   "target_error": f"no callable named '{factory}' in {os.path.basename(file)}"})
             continue
+        emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
 
 
