@@ -77,9 +77,9 @@ def main(folder: str) -> dict[str, Any]:
         sys.path[:0] = [os.path.dirname(path)]
         rel = os.path.relpath(path, folder)
         if any(t.how == "call" for t in todo):  # the script's own export calls, each a draft export
-            def record(mod: Any, args: Any, kwargs: Any = None, **options: Any) -> None:
-                line = sys._getframe(1).f_lineno
-                results[f"{rel}:export at {os.path.basename(path)}:{line}"] = draft(mod, args, kwargs, **options)
+            def record(mod: Any, args: Any, kwargs: Any = None, *, prefix: str = f"{rel}:export at {os.path.basename(path)}",
+                       **options: Any) -> None:
+                results[f"{prefix}:{sys._getframe(1).f_lineno}"] = draft(mod, args, kwargs, **options)
 
             torch.export.export = record  # type: ignore[assignment]
             try:

@@ -277,15 +277,17 @@ class _Pending:
 
 
 def _stopped_targets(plan: targets.FileTargets, partial: dict[str, TargetEvent]) -> list[_Pending]:
-    """The targets a stopped job may have been running: those with streamed findings first."""
+    """The targets a stopped job may have been running: those with streamed findings first, latest first."""
     streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export"))
-                for name, ev in partial.items()]
+                for name, ev in reversed(partial.items())]
     return streamed + [_Pending(t.name, None, t.line, t.kind) for t in plan.targets]
 
 
 def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
     """Collect one streamed `finding` into a target event of the same shape as the final one."""
     name = str(event.get("name"))
+    if name in partial:  # the last target to stream is the one most likely running when the job stopped
+        partial[name] = partial.pop(name)
     target = partial.setdefault(name, {"event": "target", "name": name, "file": event["file"],
                                        "line": int(event.get("line") or 1), "kind": event.get("kind", "export"),
                                        "seconds": 0.0, "partial": True})

@@ -50,6 +50,12 @@ class Target:
     seconds: float = 0.0
     error: dict[str, Any] | None = None
 
+    def add(self, found: dict[str, Any], emit: Emit) -> None:
+        """Keep a finding and stream it at once, so a job stopped later (timeout, crash) keeps it."""
+        self.findings.append(found)
+        emit({"event": "finding", "name": self.name, "file": self.file, "line": self.line, "kind": "compile",
+              "definition": self.definition, "compile_options": self.options, "compile_findings": [found]})
+
     def event(self) -> dict[str, Any]:
         out = {"event": "target", "name": self.name, "file": self.file, "line": self.line, "kind": "compile",
                "seconds": self.seconds, "calls": self.calls, "definition": self.definition,
@@ -176,19 +182,19 @@ class Watch:
             if found["duplicate"] and any(f.get("type") == "graph-break" and f["at"] == found["at"]
                                           and f["title"] == found["title"] for f in target.findings):
                 return
-            target.findings.append(found)
+            target.add(found, self.emit)
         elif name == RECOMPILE_LOG:
             found = parse_recompile(record.getMessage())
             if found is None:
                 return
             found["call_stack"] = live_stack(sys._getframe(1))
-            self.current(found["code"]).findings.append(found)
+            self.current(found["code"]).add(found, self.emit)
         elif name == LIMIT_LOG and record.levelno >= logging.WARNING and "recompile_limit" in record.getMessage():
             found = parse_limit(record.getMessage())
             if found is None:
                 return
             found["call_stack"] = live_stack(sys._getframe(1))
-            self.current(found["code"]).findings.append(found)
+            self.current(found["code"]).add(found, self.emit)
 
     def on_exception(self, target: Target, exc: BaseException) -> None:
         """`fullgraph=True` turns a break into an exception: keep it as a graph-break finding."""
@@ -203,12 +209,12 @@ class Watch:
         hints = [ln.strip()[len("Hint:"):].strip() for ln in text.splitlines() if ln.strip().startswith("Hint:")]
         explanation = [ln.strip()[len("Explanation:"):].strip() for ln in text.splitlines()
                        if ln.strip().startswith("Explanation:")]
-        target.findings.append({
+        target.add({
             "type": "graph-break", "title": getattr(exc, "gb_type", None) or first, "reason": text[:4000],
             "explanation": "\n".join(explanation), "hints": hints, "debug_context": "",
             "gb_id": url["gb"] if url else None, "url": url["url"] if url else None,
             "at": frames[-1] if frames else None, "frames": frames, "duplicate": False, "fullgraph": True,
-        })
+        }, self.emit)
         try:  # the finding says it all: job.py must not report the same break as a crash
             exc._exportlens_seen = True  # type: ignore[attr-defined]
             exc._exportlens_reported = True  # type: ignore[attr-defined]

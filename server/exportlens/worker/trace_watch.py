@@ -107,7 +107,7 @@ class TraceWatch:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("always")
-                warnings.showwarning = self._recorder(found, shown)  # catch_warnings restores it
+                warnings.showwarning = self._recorder(found, shown, event)  # catch_warnings restores it
                 try:
                     return self.original(func, example_inputs, *args, **kwargs)
                 except torch.jit.TracingCheckError as exc:
@@ -130,7 +130,9 @@ class TraceWatch:
             for message, category, filename, lineno in shown:  # the script's own filters still see them
                 warnings.warn_explicit(message, category, filename, lineno)
 
-    def _recorder(self, found: list[dict[str, Any]], shown: list[tuple[Any, ...]]) -> Callable[..., None]:
+    def _recorder(self, found: list[dict[str, Any]], shown: list[tuple[Any, ...]],
+                  head: dict[str, Any]) -> Callable[..., None]:
+        """Records each tracer warning and streams it at once, so a job stopped later keeps it."""
         seen: set[tuple[str, int, str]] = set()
 
         def record(message: Any, category: type[Warning], filename: str, lineno: int,
@@ -143,9 +145,11 @@ class TraceWatch:
             if key in seen:  # the check run re-traces: the same warning comes twice
                 return
             seen.add(key)
-            found.append({"type": "tracer-warning", "message": text[:_MESSAGE_LIMIT], "category": category.__name__,
-                          "file": os.path.abspath(filename), "line": lineno,
-                          "stack": live_stack(sys._getframe(1))})
+            item = {"type": "tracer-warning", "message": text[:_MESSAGE_LIMIT], "category": category.__name__,
+                    "file": os.path.abspath(filename), "line": lineno, "stack": live_stack(sys._getframe(1))}
+            found.append(item)
+            self.emit({"event": "finding", "name": head["name"], "file": head["file"], "line": head["line"],
+                       "kind": "trace", "definition": head.get("definition"), "trace_findings": [item]})
 
         return record
 
