@@ -81,7 +81,8 @@ async def test_progress_begin_report_end(client: LanguageClient, ws: Path) -> No
     assert seq[0].message == "draft export: export at item_branch.py:15"
     assert seq[0].cancellable is True
     reports = [v for v in seq if isinstance(v, types.WorkDoneProgressReport)]
-    assert [r.message for r in reports] == ["export at item_branch.py:15: problems (1/1)"]
+    assert [r.message for r in reports] == ["item_branch.py: running the script", "export at item_branch.py:15: exporting",
+                                            "export at item_branch.py:15: problems (1/1)"]
     assert seq[-1].message == "1 problem"
 
 

@@ -1,5 +1,6 @@
 """LSP work-done progress for one run: begin with the target names, report each phase (importing,
-building the model, exporting) and each finished target, end with the problem count. A no-op when the client cannot show progress.
+building the model, exporting) and each finished target, end with the problem count. A no-op
+when the client cannot show progress.
 
 Creating a token is a round trip to the client, so it happens beside the run rather than
 before it: reports and the end that arrive before `begin` went out are held and sent in order.
