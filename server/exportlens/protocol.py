@@ -358,13 +358,18 @@ class FindingEvent(TypedDict):
     compile_options: NotRequired[CompileOptions]
 
 
+# Importing the user's module (its targets come after), running a script (its own export calls happen
+# inside), calling a pyproject factory, draft-exporting one target.
+Phase = Literal["importing", "running the script", "building the model", "exporting"]
+
+
 class PhaseEvent(TypedDict):
     """What the job is doing now (for progress messages)."""
 
     event: Literal["phase"]
     id: NotRequired[str]
-    phase: str  # "exporting"
-    target: str
+    phase: Phase
+    target: str  # the file's name while importing / running the script, else the target's name
 
 
 class DoneEvent(TypedDict):
