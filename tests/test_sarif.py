@@ -22,6 +22,7 @@ ALL_CODES = [
     "data-dependent-guard", "missing-fake-kernel", "mismatched-fake-kernel", "guard-added",
     "export-error", "graph-break", "recompile", "tracer-warning", "trace-check-failed",
     "syntax-error", "worker-crashed", "worker-timeout", "target-error", "no-target", "draft-export-crashed",
+    "unused-ignore",
 ]  # fmt: skip
 # RFC 3986: a relative reference whose first segment has no ":", and absolute file URIs.
 _URI_CHARS = r"[A-Za-z0-9\-._~%!$&'()*+,;=:@/]"
@@ -100,11 +101,12 @@ def test_codes_table_is_complete_and_stable() -> None:
         assert isinstance(info, CodeInfo) and info.code == code
         assert info.title and "\n" not in info.title and len(info.title) <= 1024
         assert len(info.help) > 80 and len(info.help) <= 1024  # GitHub's fullDescription limit
-        assert info.severity in (1, 2, 3)
+        assert info.severity in (1, 2, 3, 4)
     assert CODES["no-target"].severity == 3
     assert CODES["recompile"].severity == 2
     assert CODES["tracer-warning"].severity == 2
     assert CODES["data-dependent-guard"].severity == 1
+    assert CODES["unused-ignore"].severity == 4
     with pytest.raises(AttributeError):
         CODES["recompile"].severity = 1  # type: ignore[misc]
 

@@ -12,7 +12,7 @@ import time
 from exportlens import __version__
 from exportlens.cli_progress import CliProgress
 from exportlens.engine import Engine, EngineSettings, FileResult
-from exportlens.model import ERROR, WARNING, Report
+from exportlens.model import ERROR, WARNING, Diagnostic, Report
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
@@ -25,20 +25,27 @@ def _display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def format_text(report: Report, seconds: float) -> str:
+def format_text(report: Report, seconds: float, *, show_ignored: bool = False) -> str:
     out = []
     for d in report.diagnostics:
-        first, *rest = d.message.splitlines() or [""]
-        out.append(f"{_display_path(d.file)}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
-                   f"{LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
-        out.extend(f"    {line}" for line in rest)
-        for rel in d.related:
-            out.append(f"    {_display_path(rel.file)}:{rel.range.start.line + 1}:{rel.range.start.character + 1}: note: {rel.message}")
+        out.extend(_text_lines(d, LEVEL.get(d.severity, "note")))
+    if show_ignored:
+        for d in report.ignored:
+            out.extend(_text_lines(d, "ignored"))
     problems = count_problems(report)
     targets = len(report.targets)
     out.append(f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} "
                f"({seconds:.1f} s, torch {report.torch_version})")
     return "\n".join(out)
+
+
+def _text_lines(d: Diagnostic, level: str) -> list[str]:
+    first, *rest = d.message.splitlines() or [""]
+    out = [f"{_display_path(d.file)}:{d.range.start.line + 1}:{d.range.start.character + 1}: {level}[{d.code}]: {first}"]
+    out.extend(f"    {line}" for line in rest)
+    for rel in d.related:
+        out.append(f"    {_display_path(rel.file)}:{rel.range.start.line + 1}:{rel.range.start.character + 1}: note: {rel.message}")
+    return out
 
 
 def count_problems(report: Report) -> int:
@@ -63,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
     check.add_argument("--save-op-profiles", action="store_true",
                        help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)")
+    check.add_argument("--show-ignored", action="store_true",
+                       help="also list the findings silenced by `# exportlens: ignore` comments")
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
@@ -125,14 +134,14 @@ def run_check(args: argparse.Namespace) -> int:
             print(changed.summary(), file=sys.stderr)
         return 1 if count_problems(report) else 0
     if args.format == "json":
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(report.to_json(show_ignored=args.show_ignored), indent=2, ensure_ascii=False))
     elif args.format == "sarif":
         from exportlens.sarif import to_sarif
 
         root = _repository_root(os.path.abspath(args.paths[0]))
         print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=root), indent=2, ensure_ascii=False))
     else:
-        print(format_text(report, seconds))
+        print(format_text(report, seconds, show_ignored=args.show_ignored))
     if report.unsupported:  # one message for the whole run, whatever the number of export targets
         print(f"exportlens: {report.unsupported}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import ERROR, INFORMATION, WARNING
+from .model import ERROR, HINT, INFORMATION, WARNING
 
 # Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
 # old paths redirect there); these are the current canonical stable locations.
@@ -193,6 +193,16 @@ _TABLE: tuple[CodeInfo, ...] = (
         "issue report.",
         INFORMATION,
         DRAFT_EXPORT_URL,
+    ),
+    CodeInfo(
+        "unused-ignore",
+        "An `# exportlens: ignore` comment silences nothing",
+        "A suppression comment (or one of the codes it lists) matched no ExportLens problem on "
+        "its line in the last complete run: the problem was fixed, moved, or the code is "
+        "misspelt. Remove the comment (or the code) so that a later problem on this line is not "
+        "hidden by accident.",
+        HINT,
+        None,
     ),
 )
 

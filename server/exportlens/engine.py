@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from exportlens import findings, project, targets
+from exportlens import findings, project, suppress, targets
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.protocol import FindingEvent, TargetEvent
@@ -42,6 +42,7 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ran: bool = False  # whether user code was run for it
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
+    ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore` comments
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ class Engine:
                                   ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
             result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
         result.diagnostics.extend(_merge(raw))
+        _suppress(result, cache)
         return result
 
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
@@ -261,6 +263,7 @@ class Engine:
         for res in await asyncio.gather(*(one(f, e) for f, e in files)):  # results keep the files' order
             report.targets.extend(res.targets)
             report.diagnostics.extend(res.diagnostics)
+            report.ignored.extend(res.ignored)
         report.diagnostics.sort(key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
         if self.worker.info:
             report.torch_version = self.torch_version
@@ -301,6 +304,16 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
         target["definition"] = event["definition"]
     if "compile_options" in event:
         target["compile_options"] = event["compile_options"]
+
+
+def _suppress(result: FileResult, cache: SourceCache) -> None:
+    """Apply `# exportlens: ignore` comments; unused ones are reported only after a complete run."""
+    files = {d.file for d in result.diagnostics} | {result.path}
+    texts = {f: (src.text if (src := cache(f)) is not None else None) for f in files}
+    complete = result.ran and all(t.status in ("ok", "problems") for t in result.targets)
+    outcome = suppress.apply(result.diagnostics, texts, report_unused={result.path} if complete else None)
+    result.diagnostics = sorted(outcome.kept + outcome.unused, key=lambda d: (d.file, d.range.start, d.code))
+    result.ignored = outcome.ignored
 
 
 def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:

@@ -173,8 +173,9 @@ class Report:
     targets: list[TargetResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     unsupported: str | None = None  # the worker's torch cannot draft-export: the one message saying so
+    ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore`
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, show_ignored: bool = False) -> dict[str, Any]:
         out = {
             "version": SCHEMA_VERSION,
             "torch": self.torch_version,
@@ -183,4 +184,6 @@ class Report:
         }
         if self.unsupported:
             out["unsupported"] = self.unsupported
+        if show_ignored:
+            out["ignored"] = [d.to_json() for d in self.ignored]
         return out

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exportlens import fixes as gen
-from exportlens import project
+from exportlens import project, suppress
 from exportlens.fixes import compile_fixes
 from exportlens.model import Diagnostic, Fix, TextEdit
 from exportlens.source import SourceError, read_source, write_source
@@ -190,11 +190,33 @@ def _fixes_for(d: Diagnostic, read: Reader) -> list[Fix]:
             found = _guard_added(d, read)
         elif d.code in ("graph-break", "recompile"):
             found = _compile(d, read)
+        elif d.code == suppress.UNUSED:
+            text = read(d.file)
+            removal = suppress.remove_unused_fix(text, d) if text is not None else None
+            found = [removal] if removal is not None else []
         else:
             found = []
     except (SyntaxError, ValueError, KeyError, TypeError):  # a document mid-edit: no fix rather than a wrong one
         return []
     return sorted(found, key=lambda f: not f.is_preferred)
+
+
+def ignore_fix(d: Diagnostic, read: Reader = read_disk) -> Fix | None:
+    """"Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
+    if d.code == suppress.UNUSED:
+        return None
+    text = read(d.file)
+    return suppress.ignore_fix(text, d.file, d.range.start.line, d.code) if text is not None else None
+
+
+def editor_fixes(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
+    """What an editor offers: the fixes, then "Ignore this problem on this line"."""
+    found = fixes_for(d, read)
+    try:
+        ignore = ignore_fix(d, read)
+    except (SyntaxError, ValueError):
+        ignore = None
+    return found + [ignore] if ignore is not None else found
 
 
 def attach(diags: list[Diagnostic], read: Reader = read_disk) -> None:

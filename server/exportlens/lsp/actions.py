@@ -26,10 +26,10 @@ STALE = "The file changed since ExportLens ran: save it to run again, then apply
 
 
 def _fixes_for() -> Callable[..., list[Fix]] | None:
-    """`registry.fixes_for`, imported on first use: the fix generators are not needed to start the server."""
+    """`registry.editor_fixes`, imported on first use: the fix generators are not needed to start the server."""
     from exportlens.fixes import registry
 
-    return registry.fixes_for
+    return registry.editor_fixes
 
 
 Reader = Callable[[str], "str | None"]
