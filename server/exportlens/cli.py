@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from exportlens import __version__
+from exportlens import __version__, project
 from exportlens.cli_progress import CliProgress
 from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Diagnostic, Report
@@ -59,13 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
-                       help=f"seconds per file (default {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
+    check.add_argument("--timeout", type=float, default=None, metavar="S",
+                       help=f"seconds per file (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
     check.add_argument("--jobs", type=int, default=2, metavar="N", help="files analysed at once (default 2)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
-    check.add_argument("--compile-backend", default="eager", choices=("eager", "aot_eager", "inductor"),
-                       help="backend for torch.compile targets (default eager: fast, same graph breaks)")
-    check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
+    check.add_argument("--compile-backend", default=None, choices=("eager", "aot_eager", "inductor"),
+                       help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)")
+    check.add_argument("--python", default=None,
+                       help="interpreter with torch for the worker (default: pyproject's python, else this one)")
     check.add_argument("--fix", action="store_true", help="apply every preferred fix")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
     check.add_argument("--save-op-profiles", action="store_true",
@@ -78,9 +79,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> EngineSettings:
+    """Flags first, then `[tool.exportlens]`, then the defaults."""
+    defaults = EngineSettings()
+    from_pyproject = args.timeout is None and cfg.timeout is not None
+    return EngineSettings(python=args.python or cfg.python,
+                          timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
+                          timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
+                          memory_mb=args.memory_mb, jobs=args.jobs,
+                          compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend)
+
+
+def config_errors(paths: list[str]) -> list[str]:
+    """Every bad `[tool.exportlens]` value of the projects the paths belong to, as `file:line: message`."""
+    out: list[str] = []
+    for root in dict.fromkeys(project.find_root(p) for p in paths):
+        cfg = project.load_config(root)
+        out += [f"{_display_path(cfg.path)}:{e.line + 1}: {e.message}" for e in cfg.errors]
+    return out
+
+
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
-    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
-                              compile_backend=args.compile_backend, jobs=args.jobs, timeout_knob="--timeout")
+    settings = engine_settings(args, project.load_config(project.find_root(args.paths[0])))
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     progress = CliProgress()
@@ -121,6 +141,11 @@ def run_check(args: argparse.Namespace) -> int:
     if missing:
         for p in missing:
             print(f"exportlens: error: no such file or directory: {p}", file=sys.stderr)
+        return 2
+    bad = config_errors(args.paths)
+    if bad:
+        for line in bad:
+            print(f"exportlens: error: {line}", file=sys.stderr)
         return 2
     report, seconds = asyncio.run(_check(args))
     _with_fixes(report)

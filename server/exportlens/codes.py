@@ -195,6 +195,16 @@ _TABLE: tuple[CodeInfo, ...] = (
         DRAFT_EXPORT_URL,
     ),
     CodeInfo(
+        "config-error",
+        "Invalid [tool.exportlens] setting in pyproject.toml",
+        "A key of the [tool.exportlens] table in pyproject.toml has a value ExportLens cannot use "
+        "(a wrong type, an unknown diagnostic code or backend, or an unknown key). The message "
+        "names the key; ExportLens ignores that key until it is fixed and uses the default, a "
+        "command-line flag or the editor setting instead.",
+        ERROR,
+        None,
+    ),
+    CodeInfo(
         "unused-ignore",
         "An `# exportlens: ignore` comment silences nothing",
         "A suppression comment (or one of the codes it lists) matched no ExportLens problem on "

@@ -153,10 +153,7 @@ class Engine:
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
         found = targets.discover(tree, path, factories)
-        diags = []
-        if cfg.error:
-            diags.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.error, ""))
-        return Plan(path, root, src, found, diags)
+        return Plan(path, root, src, found, config_diagnostics(cfg))
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
                          on_target: Callable[[TargetResult], None] | None = None,
@@ -235,7 +232,7 @@ class Engine:
                                   ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
             result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
         result.diagnostics.extend(_merge(raw))
-        _suppress(result, cache)
+        _suppress(result, cache, project.load_config(root))
         return result
 
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
@@ -248,7 +245,8 @@ class Engine:
         files: list[tuple[str, bool]] = []
         for p in paths:
             explicit = os.path.isfile(p)
-            files.extend((f, explicit) for f in project.python_files(p))
+            cfg = project.load_config(project.find_root(p))
+            files.extend((f, explicit) for f in project.python_files(p, cfg.exclude, cfg.root))
         report = Report(torch_version="unknown")
         gate = asyncio.Semaphore(max(1, self.settings.jobs))
 
@@ -264,7 +262,9 @@ class Engine:
             report.targets.extend(res.targets)
             report.diagnostics.extend(res.diagnostics)
             report.ignored.extend(res.ignored)
-        report.diagnostics.sort(key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
+        configs = {(d.file, d.range, d.message): d for d in report.diagnostics if d.code == "config-error"}  # once, not per file
+        kept = [d for d in report.diagnostics if d.code != "config-error"] + list(configs.values())
+        report.diagnostics = sorted(kept, key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
         if self.worker.info:
             report.torch_version = self.torch_version
             report.unsupported = self.unsupported
@@ -306,14 +306,34 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
         target["compile_options"] = event["compile_options"]
 
 
-def _suppress(result: FileResult, cache: SourceCache) -> None:
-    """Apply `# exportlens: ignore` comments; unused ones are reported only after a complete run."""
-    files = {d.file for d in result.diagnostics} | {result.path}
+def _suppress(result: FileResult, cache: SourceCache, cfg: project.ProjectConfig) -> None:
+    """Apply `# exportlens: ignore` comments (unused ones are reported only after a complete run),
+    then the project's `ignore` / `select` codes."""
+    files = {d.file for d in result.diagnostics if d.file.endswith((".py", ".pyw"))} | {result.path}
     texts = {f: (src.text if (src := cache(f)) is not None else None) for f in files}
     complete = result.ran and all(t.status in ("ok", "problems") for t in result.targets)
     outcome = suppress.apply(result.diagnostics, texts, report_unused={result.path} if complete else None)
-    result.diagnostics = sorted(outcome.kept + outcome.unused, key=lambda d: (d.file, d.range.start, d.code))
+    kept = [d for d in outcome.kept + outcome.unused if _selected(d.code, cfg)]
+    result.diagnostics = sorted(kept, key=lambda d: (d.file, d.range.start, d.code))
     result.ignored = outcome.ignored
+
+
+def _selected(code: str, cfg: project.ProjectConfig) -> bool:
+    if code == "config-error":
+        return True  # a bad `select` must not hide its own error
+    return code not in cfg.ignore and (cfg.select is None or code in cfg.select)
+
+
+def config_diagnostics(cfg: project.ProjectConfig) -> list[Diagnostic]:
+    """Each bad `[tool.exportlens]` value, on its line of pyproject.toml."""
+    out = []
+    for err in cfg.errors:
+        try:
+            rng = read_source(cfg.path).line_range(err.line + 1)
+        except SourceError:
+            rng = Range.of(err.line, 0, err.line, 0)
+        out.append(Diagnostic(cfg.path, rng, ERROR, "config-error", err.message, ""))
+    return out
 
 
 def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -11,11 +12,40 @@ SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules
              "dist-packages", "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
 
 
+BACKENDS = ("eager", "aot_eager", "inductor")
+KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude")
+
+
+@dataclass
+class ConfigError:
+    """A bad `[tool.exportlens]` value: which key, what is wrong, and its 0-based line in pyproject.toml."""
+
+    key: str | None
+    message: str
+    line: int = 0
+
+
 @dataclass
 class ProjectConfig:
+    """`[tool.exportlens]` of the project's pyproject.toml; None means "not set" (a default or a flag decides)."""
+
     root: str
     targets: list[str] = field(default_factory=list)  # "path/file.py:factory", relative to root
-    error: str | None = None
+    ignore: list[str] = field(default_factory=list)  # codes never reported
+    select: list[str] | None = None  # when set, only these codes are reported
+    timeout: float | None = None
+    python: str | None = None
+    compile_backend: str | None = None
+    exclude: list[str] = field(default_factory=list)  # globs skipped by folder walks
+    errors: list[ConfigError] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.root, "pyproject.toml")
+
+    @property
+    def error(self) -> str | None:
+        return "; ".join(e.message for e in self.errors) or None
 
 
 def find_root(path: str) -> str:
@@ -33,24 +63,106 @@ def find_root(path: str) -> str:
 
 
 def load_config(root: str) -> ProjectConfig:
-    """`[tool.exportlens]` of the root's pyproject.toml; a broken file is reported, not fatal."""
+    """`[tool.exportlens]` of the root's pyproject.toml; a bad value is reported (by key), never fatal."""
     cfg = ProjectConfig(root=root)
-    path = os.path.join(root, "pyproject.toml")
-    if not os.path.isfile(path):
+    if not os.path.isfile(cfg.path):
         return cfg
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        cfg.error = f"pyproject.toml could not be read: {exc}"
+        with open(cfg.path, "rb") as fh:
+            raw = fh.read()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        cfg.errors.append(ConfigError(None, f"pyproject.toml could not be read: {exc}"))
         return cfg
     section = data.get("tool", {}).get("exportlens", {})
-    targets = section.get("targets", [])
-    if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
-        cfg.targets = list(targets)
-    else:
-        cfg.error = "[tool.exportlens] targets must be a list of \"path/file.py:factory\" strings"
+    if not isinstance(section, dict):
+        cfg.errors.append(ConfigError(None, "[tool.exportlens] must be a table"))
+        return cfg
+    lines = _key_lines(raw.decode("utf-8"))
+    for key, value in section.items():
+        problem = _apply(cfg, key, value)
+        if problem:
+            cfg.errors.append(ConfigError(key, f"pyproject.toml: [tool.exportlens] {problem}", lines.get(key, 0)))
     return cfg
+
+
+def _strings(value: object) -> list[str] | None:
+    return list(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def _codes(key: str, value: object) -> tuple[list[str] | None, str | None]:
+    from exportlens.codes import CODES
+
+    codes = _strings(value)
+    if codes is None:
+        return None, f"{key} must be a list of diagnostic codes (strings), got {value!r}"
+    unknown = [c for c in codes if c not in CODES]
+    if unknown:
+        return None, f"{key}: unknown code{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} (known: {', '.join(CODES)})"
+    return codes, None
+
+
+def _apply(cfg: ProjectConfig, key: str, value: object) -> str | None:
+    """Set one key on `cfg`, or say what is wrong with it (the key is left unset)."""
+    if key == "targets":
+        targets = _strings(value)
+        if targets is None:
+            return f'targets must be a list of "path/file.py:factory" strings, got {value!r}'
+        cfg.targets = targets
+    elif key in ("ignore", "select"):
+        codes, problem = _codes(key, value)
+        if problem:
+            return problem
+        if key == "ignore":
+            cfg.ignore = codes or []
+        else:
+            cfg.select = codes
+    elif key == "timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
+            return f"timeout must be a number of seconds between 0 and 86400, got {value!r}"
+        cfg.timeout = float(value)
+    elif key == "python":
+        if not isinstance(value, str) or not value.strip():
+            return f"python must be the path (or command name) of an interpreter with torch, got {value!r}"
+        value = os.path.expanduser(value.strip())
+        cfg.python = os.path.normpath(os.path.join(cfg.root, value)) if os.sep in value or "/" in value else value
+    elif key == "compile-backend":
+        if value not in BACKENDS:
+            return f"compile-backend must be one of {', '.join(BACKENDS)}, got {value!r}"
+        cfg.compile_backend = str(value)
+    elif key == "exclude":
+        globs = _strings(value)
+        if globs is None:
+            return f"exclude must be a list of glob strings, got {value!r}"
+        cfg.exclude = globs
+    else:
+        return f"unknown key {key!r} (known keys: {', '.join(KEYS)})"
+    return None
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """0-based line of each key assigned directly in the [tool.exportlens] table (for diagnostics)."""
+    out: dict[str, int] = {}
+    inside = False
+    for n, line in enumerate(text.splitlines()):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = stripped.replace(" ", "") in ("[tool.exportlens]",)
+            continue
+        if inside and "=" in stripped and not stripped.startswith("#"):
+            key = stripped.split("=", 1)[0].strip().strip("\"'")
+            out.setdefault(key, n)
+    return out
+
+
+def excluded(path: str, root: str, globs: list[str]) -> bool:
+    """Whether a folder walk skips `path`: a glob matches its path relative to the root or its name."""
+    if not globs:
+        return False
+    rel = os.path.relpath(path, root).replace(os.sep, "/")
+    name = os.path.basename(path)
+    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g.rstrip("/") + "/*")
+               for g in globs)
 
 
 def factories_by_file(cfg: ProjectConfig, extra: list[str] | None = None) -> dict[str, list[str]]:
@@ -81,12 +193,16 @@ def is_user_file(path: str | None, root: str) -> bool:
 _OWN_PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 
 
-def python_files(path: str) -> list[str]:
-    """`path` itself if a file, else every .py file under it (skipping venvs and caches)."""
+def python_files(path: str, exclude: list[str] | None = None, root: str | None = None) -> list[str]:
+    """`path` itself if a file, else every .py file under it (skipping venvs, caches and the
+    `exclude` globs, matched relative to `root`; a file named directly is never excluded)."""
     if os.path.isfile(path):
         return [os.path.abspath(path)]
+    base = os.path.abspath(root or path)
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        found.extend(os.path.abspath(os.path.join(dirpath, f)) for f in sorted(filenames) if f.endswith(".py"))
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
+                             and not excluded(os.path.abspath(os.path.join(dirpath, d)), base, exclude or []))
+        found.extend(full for f in sorted(filenames) if f.endswith(".py")
+                     and not excluded(full := os.path.abspath(os.path.join(dirpath, f)), base, exclude or []))
     return found

@@ -19,6 +19,7 @@ from exportlens.source import utf16_len
 
 DIRECTIVE = re.compile(r"#\s*exportlens:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?=\s|#|$)")
 UNUSED = "unused-ignore"
+NOT_SUPPRESSIBLE = frozenset({UNUSED, "config-error"})  # about the comments or pyproject.toml themselves
 IGNORE_TITLE = "Ignore this problem on this line"
 
 
@@ -81,7 +82,7 @@ def apply(diags: list[Diagnostic], texts: dict[str, str | None], *, report_unuse
     out = Outcome([], [], [])
     for d in diags:
         ignore = by_file.get(d.file, {}).get(d.range.start.line)
-        if ignore is not None and d.code != UNUSED and silences(ignore, d.code):
+        if ignore is not None and d.code not in NOT_SUPPRESSIBLE and silences(ignore, d.code):
             ignore.used.add(d.code if ignore.codes is not None else "*")
             out.ignored.append(d)
         else:

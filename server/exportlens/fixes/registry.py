@@ -203,7 +203,7 @@ def _fixes_for(d: Diagnostic, read: Reader) -> list[Fix]:
 
 def ignore_fix(d: Diagnostic, read: Reader = read_disk) -> Fix | None:
     """"Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
-    if d.code == suppress.UNUSED:
+    if d.code in suppress.NOT_SUPPRESSIBLE or not d.file.endswith((".py", ".pyw")):
         return None
     text = read(d.file)
     return suppress.ignore_fix(text, d.file, d.range.start.line, d.code) if text is not None else None

@@ -23,6 +23,7 @@ from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.lsp.convert import path_of, text_hash, to_lsp, uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.progress import RunProgress, problems_text
+from exportlens.lsp.settings import Settings
 from exportlens.lsp.textmap import LineMap, line_map
 from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
 from exportlens.source import SourceError, read_source
@@ -88,17 +89,31 @@ class Runs:
     def engine(self) -> Engine:
         """The engine for the current settings (a new interpreter means a new worker)."""
         s = self.ls.settings
-        if self._engine is not None and self._engine_python != s.interpreter:
+        cfg = self.project_config()
+        python = s.interpreter or cfg.python
+        if self._engine is not None and self._engine_python != python:
             old, self._engine = self._engine, None
             self._closing.append(asyncio.ensure_future(old.close()))
         if self._engine is None:
-            self._engine = Engine(EngineSettings(python=s.interpreter, timeout_knob="the setting exportlens.timeoutSeconds"),
+            self._engine = Engine(EngineSettings(python=python, timeout_knob="the setting exportlens.timeoutSeconds"),
                                   log=self.ls.log_worker)
-            self._engine_python = s.interpreter
-        self._engine.settings.timeout = s.timeout_seconds
+            self._engine_python = python
+        # a client setting left at its default does not override pyproject.toml
+        default = Settings()
+        changed = s.timeout_seconds != default.timeout_seconds
+        self._engine.settings.timeout = s.timeout_seconds if changed else (cfg.timeout or default.timeout_seconds)
         self._engine.settings.extra_targets = list(s.targets)
-        self._engine.settings.compile_backend = s.compile_backend
+        changed = s.compile_backend != default.compile_backend
+        self._engine.settings.compile_backend = s.compile_backend if changed else (cfg.compile_backend or default.compile_backend)
         return self._engine
+
+    def project_config(self) -> project.ProjectConfig:
+        """`[tool.exportlens]` of the workspace's project (the first folder)."""
+        try:
+            root = self.ls.workspace.root_path
+        except RuntimeError:
+            root = None
+        return project.load_config(project.find_root(root)) if root else project.ProjectConfig(root="")
 
     async def warm_up(self) -> None:
         """Start the worker (it imports torch) so the first run does not pay for it."""
@@ -148,7 +163,8 @@ class Runs:
         files: list[str] = []
         for root in roots:
             if os.path.isdir(root):
-                files.extend(f for f in project.python_files(root) if f not in files)
+                cfg = project.load_config(project.find_root(root))
+                files.extend(f for f in project.python_files(root, cfg.exclude, cfg.root) if f not in files)
         return [f for f in files if self.target_names(f)]
 
     # -- running ------------------------------------------------------------------------------
