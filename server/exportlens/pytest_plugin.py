@@ -1,0 +1,178 @@
+"""pytest plugin: every ExportLens target becomes a test item (`pytest --exportlens PATH`).
+
+Why: a team already runs pytest over its model zoo; as items, targets get pytest-xdist
+(spread over cores), CI sharding, `-k` selection and JUnit XML for free. A file that declares
+targets (found statically, as the CLI does) is collected as one node whose children are its
+targets, `path/file.py::<target name>`. A finding (error or warning) fails the item with the
+diagnostic text and `file:line:col`. The pytest process never imports torch: the engine runs
+the targets in its worker process, once per file (the items of a file share that run).
+
+Enable with `-p exportlens.pytest_plugin --exportlens` (or just `--exportlens` when ExportLens
+is installed: its `pytest11` entry point loads the plugin, which stays inert without the flag).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from exportlens.model import ERROR, WARNING, Diagnostic
+
+LEVEL = {ERROR: "error", WARNING: "warning"}
+FAILED = ("error", "timeout", "crashed")
+_KEY = pytest.StashKey["_Runner"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("exportlens", "ExportLens: torch.export / compile / trace targets as test items")
+    group.addoption("--exportlens", action="store_true", default=False,
+                    help="collect every ExportLens target in the given paths as a test item")
+    group.addoption("--exportlens-timeout", type=float, default=None, metavar="S",
+                    help="seconds per file (default: pyproject's timeout, else 120)")
+    group.addoption("--exportlens-python", default=None, metavar="PYTHON",
+                    help="interpreter with torch for the worker (default: pyproject's python, else this one)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "exportlens: an ExportLens target collected by --exportlens")
+    if config.getoption("exportlens"):
+        config.stash[_KEY] = _Runner(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runner = config.stash.get(_KEY, None)
+    if runner is not None:
+        runner.close()
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    runner = parent.config.stash.get(_KEY, None)
+    if runner is None or file_path.suffix != ".py" or not runner.wanted(file_path):
+        return None
+    return ExportLensFile.from_parent(parent, path=file_path)
+
+
+class _Runner:
+    """One engine per pytest process (each xdist worker has its own), on its own event loop thread."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.loop: asyncio.AbstractEventLoop | None = None  # started on the first run
+        self.engine: Any = None
+        self.results: dict[str, Any] = {}  # file → FileResult
+        self.lock = threading.Lock()
+
+    def wanted(self, path: Path) -> bool:
+        """A file that names targets; `exclude` globs apply unless the file was named itself."""
+        from exportlens import project
+
+        full = str(path.resolve())
+        named = any(Path(a).resolve() == path.resolve() for a in self.config.args if os.path.isfile(a))
+        cfg = project.load_config(project.find_root(full))
+        return named or not project.excluded(full, cfg.root, cfg.exclude)
+
+    def plan(self, path: Path) -> tuple[Any, list[Diagnostic]]:
+        """The file's targets, statically (no user code runs, no worker starts)."""
+        _, found, diags, _ = self._engine().plan(str(path))
+        return found, diags
+
+    def check(self, path: Path) -> Any:
+        key = str(path.resolve())
+        with self.lock:
+            if key not in self.results:
+                self.results[key] = self._call(self._engine().check_file(key))
+            return self.results[key]
+
+    def _engine(self) -> Any:
+        if self.engine is None:
+            from exportlens import project
+            from exportlens.engine import Engine, EngineSettings
+
+            first = self.config.args[0] if self.config.args else str(self.config.rootpath)
+            cfg = project.load_config(project.find_root(os.path.abspath(first)))
+            defaults = EngineSettings()
+            timeout = self.config.getoption("exportlens_timeout") or cfg.timeout or defaults.timeout
+            python = self.config.getoption("exportlens_python") or cfg.python
+            self.engine = Engine(EngineSettings(python=python, timeout=timeout, jobs=1,
+                                                compile_backend=cfg.compile_backend or defaults.compile_backend))
+        return self.engine
+
+    def _call(self, coro: Any) -> Any:
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, name="exportlens-engine", daemon=True).start()
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        if self.engine is not None and self.loop is not None:
+            try:
+                self._call(self.engine.close())
+            finally:
+                self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class ExportLensFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        runner: _Runner = self.config.stash[_KEY]
+        found, diags = runner.plan(self.path)
+        if found is None:
+            broken = [d for d in diags if d.code == "syntax-error"]
+            if broken and "torch" in self.path.read_text(errors="replace"):
+                raise self.CollectError(_describe(broken, self.config))
+            return
+        for target in found.targets:
+            yield ExportLensItem.from_parent(self, name=target.name, line=target.line)
+
+
+class ExportLensFailure(Exception):
+    """The target's findings, already formatted."""
+
+
+class ExportLensItem(pytest.Item):
+    def __init__(self, *, line: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.line = line
+        self.funcargs: dict[str, Any] = {}  # plugins that wrap every call (pytest-lsp 1.0) expect it on any item
+        self.add_marker("exportlens")
+
+    def runtest(self) -> None:
+        runner: _Runner = self.config.stash[_KEY]
+        result = runner.check(self.path)
+        mine = [d for d in result.diagnostics if d.severity in LEVEL and self.name in d.target.split(", ")]
+        status = next((t.status for t in result.targets if t.name == self.name), None)
+        if mine:
+            raise ExportLensFailure(_describe(mine, self.config))
+        if status in FAILED:
+            raise ExportLensFailure(f"{self.name}: {status}")
+        if status is None and result.ran:
+            raise ExportLensFailure(f"{self.name}: the file ran but this target reported nothing")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ExportLensFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line - 1, f"exportlens: {self.name}"
+
+
+def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:
+    """Compiler-style lines, `file:line:col: error[code]: message`, paths relative to pytest's root."""
+    out = []
+    for d in diags:
+        try:
+            shown = os.path.relpath(d.file, config.rootpath)
+        except ValueError:
+            shown = d.file
+        shown = d.file if shown.startswith("..") else shown
+        first, *rest = d.message.splitlines() or [""]
+        out.append(f"{shown}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
+                   f"{LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
+        out.extend(f"    {line}" for line in rest)
+    return "\n".join(out)
