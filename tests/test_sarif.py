@@ -22,7 +22,7 @@ ALL_CODES = [
     "data-dependent-guard", "missing-fake-kernel", "mismatched-fake-kernel", "guard-added",
     "export-error", "graph-break", "recompile", "tracer-warning", "trace-check-failed",
     "syntax-error", "worker-crashed", "worker-timeout", "target-error", "no-target", "draft-export-crashed",
-    "config-error", "unused-ignore",
+    "config-error", "deprecated-api", "unused-ignore",
 ]  # fmt: skip
 # RFC 3986: a relative reference whose first segment has no ":", and absolute file URIs.
 _URI_CHARS = r"[A-Za-z0-9\-._~%!$&'()*+,;=:@/]"

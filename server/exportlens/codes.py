@@ -25,6 +25,7 @@ REGISTER_FAKE_URL = _DOCS + "library.html#torch.library.register_fake"
 GRAPH_BREAKS_URL = _COMPILER + "compile/programming_model.graph_breaks_index.html"
 RECOMPILATION_URL = _COMPILER + "compile/programming_model.recompilation.html"
 JIT_TRACE_URL = _DOCS + "generated/torch.jit.trace.html"
+TORCH_CHECK_URL = _DOCS + "generated/torch._check.html"
 PYTHON_SYNTAX_ERROR_URL = "https://docs.python.org/3/library/exceptions.html#SyntaxError"
 
 
@@ -203,6 +204,16 @@ _TABLE: tuple[CodeInfo, ...] = (
         "command-line flag or the editor setting instead.",
         ERROR,
         None,
+    ),
+    CodeInfo(
+        "deprecated-api",
+        "Deprecated torch API",
+        "This call uses a torch API that current PyTorch deprecates: torch._check_is_size(x) "
+        "raises a FutureWarning since torch 2.11 and will be removed with guard_size_oblivious. "
+        "torch._check(x >= 0) states the same fact to export and is the replacement torch itself "
+        "recommends; the quick fix rewrites the call.",
+        HINT,
+        TORCH_CHECK_URL,
     ),
     CodeInfo(
         "unused-ignore",

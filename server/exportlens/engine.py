@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from exportlens import findings, project, suppress, targets
+from exportlens import deprecated, findings, project, suppress, targets
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.protocol import FindingEvent, TargetEvent
@@ -153,7 +153,7 @@ class Engine:
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
         found = targets.discover(tree, path, factories)
-        return Plan(path, root, src, found, config_diagnostics(cfg))
+        return Plan(path, root, src, found, config_diagnostics(cfg) + deprecated.check(src))
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
                          on_target: Callable[[TargetResult], None] | None = None,

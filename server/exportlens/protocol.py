@@ -624,6 +624,7 @@ class TracerWarningData(TypedDict):
     trace_call: Place
     test_text: NotRequired[str]
     occurrences: NotRequired[int]
+    export_call: NotRequired[str | None]  # the torch.export call that replaces this trace (TorchScript is deprecated)
 
 
 class TraceCheckFailedData(TypedDict):
@@ -636,6 +637,7 @@ class TraceCheckFailedData(TypedDict):
     recovered: bool
     trace_call: Place
     occurrences: NotRequired[int]
+    export_call: NotRequired[str | None]  # the torch.export call that replaces this trace (TorchScript is deprecated)
 
 
 class NoData(TypedDict, total=False):

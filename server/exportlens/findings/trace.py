@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from typing import Literal
@@ -76,6 +77,50 @@ def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "non
             + ".")
     return "other", f"torch.jit.trace warns: {first}"
 
+def export_equivalent(ctx: Context) -> str | None:
+    """The `torch.export.export(...)` call that replaces the target's `torch.jit.trace(...)`, from its source."""
+    src = ctx.source(ctx.target_file)
+    tree = src.tree if src is not None else None
+    if src is None or tree is None:
+        return None
+    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == ctx.target_line
+                 and isinstance(n.func, (ast.Attribute, ast.Name))
+                 and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) == "trace"), None)
+    if call is None or not call.args:
+        return None
+    model = ast.get_source_segment(src.text, call.args[0])
+    inputs = next((k.value for k in call.keywords if k.arg == "example_inputs"), call.args[1] if len(call.args) > 1 else None)
+    kwargs = next((k.value for k in call.keywords if k.arg == "example_kwarg_inputs"), None)
+    if model is None or (inputs is None and kwargs is None):
+        return None
+    args = "()"
+    if inputs is not None:
+        text = ast.get_source_segment(src.text, inputs) or ""
+        args = text if isinstance(inputs, ast.Tuple) else f"({text},)"
+    extra = f", kwargs={ast.get_source_segment(src.text, kwargs)}" if kwargs is not None else ""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    fn = functions.get(model) if isinstance(call.args[0], ast.Name) else None
+    if fn is not None:  # export takes an nn.Module, not a function: wrap it, with the function's own parameters
+        wrapper = "".join(part.capitalize() for part in model.split("_")) or "Wrapped"
+        params = ast.unparse(fn.args)
+        passed = ", ".join([a.arg for a in fn.args.posonlyargs + fn.args.args]
+                           + ([f"*{fn.args.vararg.arg}"] if fn.args.vararg else [])
+                           + [f"{a.arg}={a.arg}" for a in fn.args.kwonlyargs]
+                           + ([f"**{fn.args.kwarg.arg}"] if fn.args.kwarg else []))
+        return (f"class {wrapper}(torch.nn.Module):\n    def forward(self, {params}):\n        return {model}({passed})\n\n"
+                f"ep = torch.export.export({wrapper}(), {args}{extra})")
+    return f"ep = torch.export.export({model}, {args}{extra})"
+
+
+def _migrate(ctx: Context) -> tuple[str, str | None]:
+    """The sentence every trace finding ends with: TorchScript is deprecated, here is the export call."""
+    code = export_equivalent(ctx)
+    if code is None:
+        return " TorchScript (torch.jit.trace) is deprecated: migrate to torch.export.", None
+    shown = code.replace("\n\n", "; ").replace("\n        ", " ").replace("\n    ", " ")
+    return f" TorchScript (torch.jit.trace) is deprecated: migrate to torch.export: `{shown}`.", code
+
+
 def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFinding) -> Diagnostic:
     placed = _warning_place(ctx, finding)
     how: Literal["warning", "suffix", "stack", "target"]
@@ -96,7 +141,8 @@ def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFindi
             "url": codes.JIT_TRACE_URL, "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}
     if kind == "python-value" and code:
         data["test_text"] = code
-    return new_diagnostic(ctx, file, rng, "tracer-warning", message, related=related, data=data)
+    migrate, data["export_call"] = _migrate(ctx)
+    return new_diagnostic(ctx, file, rng, "tracer-warning", message + migrate, related=related, data=data)
 
 def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFinding) -> Diagnostic:
     trace_src = placement.user_frames(finding.get("trace_source") or [], ctx.root)
@@ -124,4 +170,5 @@ def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFind
             "message": finding.get("message"), "summary": finding.get("summary"), "url": codes.JIT_TRACE_URL,
             "recovered": bool(event.get("recovered")),
             "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}
-    return new_diagnostic(ctx, file, rng, "trace-check-failed", message, related=related, data=data)
+    migrate, data["export_call"] = _migrate(ctx)
+    return new_diagnostic(ctx, file, rng, "trace-check-failed", message + migrate, related=related, data=data)

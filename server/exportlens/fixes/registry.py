@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from exportlens import deprecated, project, suppress
 from exportlens import fixes as gen
-from exportlens import project, suppress
 from exportlens.fixes import compile_fixes
 from exportlens.model import Diagnostic, Fix, TextEdit
 from exportlens.source import SourceError, read_source, write_source
@@ -190,6 +190,10 @@ def _fixes_for(d: Diagnostic, read: Reader) -> list[Fix]:
             found = _guard_added(d, read)
         elif d.code in ("graph-break", "recompile"):
             found = _compile(d, read)
+        elif d.code == deprecated.CODE:
+            text = read(d.file)
+            rewrite = deprecated.fix(text, d) if text is not None else None
+            found = [rewrite] if rewrite is not None else []
         elif d.code == suppress.UNUSED:
             text = read(d.file)
             removal = suppress.remove_unused_fix(text, d) if text is not None else None
