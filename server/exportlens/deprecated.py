@@ -18,7 +18,8 @@ _OLD = "_check_is_size"
 
 def _bound_names(tree: ast.Module) -> tuple[set[str], set[str]]:
     """(names of the torch module, names bound directly to torch._check_is_size) in this file."""
-    modules, direct = {"torch"}, set()
+    modules: set[str] = {"torch"}
+    direct: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(a.asname for a in node.names if a.name == "torch" and a.asname)
