@@ -12,7 +12,7 @@ import time
 from exportlens import __version__, project
 from exportlens.cli_progress import CliProgress
 from exportlens.engine import Engine, EngineSettings, FileResult
-from exportlens.model import ERROR, WARNING, Diagnostic, Report
+from exportlens.model import ERROR, WARNING, Diagnostic, Range, Report
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
@@ -39,12 +39,18 @@ def format_text(report: Report, seconds: float, *, show_ignored: bool = False) -
     return "\n".join(out)
 
 
+def _where(file: str, cell: int | None, rng: Range) -> str:
+    """`file:line:col`, or `nb.ipynb:cell N:line:col` in a notebook (N 0-based over all cells, line in the cell)."""
+    cell_part = f"cell {cell}:" if cell is not None else ""
+    return f"{_display_path(file)}:{cell_part}{rng.start.line + 1}:{rng.start.character + 1}"
+
+
 def _text_lines(d: Diagnostic, level: str) -> list[str]:
     first, *rest = d.message.splitlines() or [""]
-    out = [f"{_display_path(d.file)}:{d.range.start.line + 1}:{d.range.start.character + 1}: {level}[{d.code}]: {first}"]
+    out = [f"{_where(d.file, d.cell, d.range)}: {level}[{d.code}]: {first}"]
     out.extend(f"    {line}" for line in rest)
     for rel in d.related:
-        out.append(f"    {_display_path(rel.file)}:{rel.range.start.line + 1}:{rel.range.start.character + 1}: note: {rel.message}")
+        out.append(f"    {_where(rel.file, rel.cell, rel.range)}: note: {rel.message}")
     return out
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from exportlens import deprecated, findings, project, suppress, targets
+from exportlens import deprecated, findings, notebook, project, suppress, targets
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.protocol import FindingEvent, TargetEvent
@@ -137,6 +137,11 @@ class Engine:
         path = os.path.abspath(path)
         root = project.find_root(path)
         cfg = project.load_config(root)
+        if text is None and path.endswith(notebook.SUFFIX):  # its code cells, as one script
+            try:
+                text = notebook.join(notebook.read(path)).text
+            except notebook.NotebookError as exc:
+                return None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")], root
         try:
             src = Source(path, text) if text is not None else read_source(path)
         except SourceError as exc:
@@ -164,6 +169,9 @@ class Engine:
         `on_phase(phase, target)` is told what the job is doing (importing, building the model, exporting).
         """
         path = os.path.abspath(path)
+        if path.endswith(notebook.SUFFIX):
+            return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target,
+                                             save_op_profiles=save_op_profiles)
         result = FileResult(path)
         plan = self.plan(path, text)
         src, found, root = plan.source, plan.targets, plan.root
@@ -235,6 +243,39 @@ class Engine:
         _suppress(result, cache, project.load_config(root))
         return result
 
+    async def check_notebook(self, path: str, *, raw: str | None = None, explicit: bool = True,
+                             on_target: Callable[[TargetResult], None] | None = None,
+                             save_op_profiles: bool = False) -> FileResult:
+        """A notebook (`raw`: its JSON, else the file): the code cells up to the last target's run as one
+        script beside it; diagnostics, fixes and targets come back in cell coordinates."""
+        try:
+            cells = notebook.parse(raw) if raw is not None else notebook.read(path)
+        except notebook.NotebookError as exc:
+            return FileResult(path, diagnostics=[Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
+        script = notebook.join(cells)
+        shadow = notebook.shadow_path(path)
+        _, found, _, _ = self.plan(shadow, script.text)
+        if found is not None and found.targets:
+            last = script.to_cell(max(t.line for t in found.targets) - 1)
+            script = script.cut_after(last[0]) if last else script
+        mapper = notebook.Mapper(path, shadow, script)
+        report = (lambda t: on_target(mapper.target(t))) if on_target else None
+        try:
+            with open(shadow, "w", encoding="utf-8") as fh:
+                fh.write(script.text)
+            inner = await self.check_file(shadow, text=script.text, explicit=explicit, on_target=report,
+                                          save_op_profiles=save_op_profiles)
+            from exportlens.fixes import registry
+
+            registry.attach(inner.diagnostics, lambda p: script.text if p == shadow else registry.read_disk(p))
+        finally:
+            try:
+                os.remove(shadow)
+            except OSError:
+                pass
+        return FileResult(path, [mapper.target(t) for t in inner.targets], [mapper.diagnostic(d) for d in inner.diagnostics],
+                          inner.ran, inner.op_profiles, [mapper.diagnostic(d) for d in inner.ignored])
+
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
                           on_phase: Callable[[str, str, str], None] | None = None,
                           save_op_profiles: bool = False) -> Report:
@@ -246,7 +287,7 @@ class Engine:
         for p in paths:
             explicit = os.path.isfile(p)
             cfg = project.load_config(project.find_root(p))
-            files.extend((f, explicit) for f in project.python_files(p, cfg.exclude, cfg.root))
+            files.extend((f, explicit) for f in project.python_files(p, cfg.exclude, cfg.root, notebooks=True))
         report = Report(torch_version="unknown")
         gate = asyncio.Semaphore(max(1, self.settings.jobs))
 

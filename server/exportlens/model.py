@@ -45,6 +45,11 @@ class Range:
         return cls(Position.from_json(d["start"]), Position.from_json(d["end"]))
 
 
+def _cell(cell: int | None) -> dict[str, int]:
+    """The `"cell"` key of a notebook position; absent for ordinary files (the schema is unchanged for them)."""
+    return {} if cell is None else {"cell": cell}
+
+
 @dataclass(frozen=True)
 class TextEdit:
     """Replace `range` of `file` with `new_text` (an insertion has an empty range)."""
@@ -52,13 +57,14 @@ class TextEdit:
     file: str
     range: Range
     new_text: str
+    cell: int | None = None  # in a notebook: the cell (0-based, over all cells); `range` is relative to it
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "range": self.range.to_json(), "newText": self.new_text}
+        return {"file": self.file, "range": self.range.to_json(), "newText": self.new_text, **_cell(self.cell)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TextEdit:
-        return cls(d["file"], Range.from_json(d["range"]), d["newText"])
+        return cls(d["file"], Range.from_json(d["range"]), d["newText"], d.get("cell"))
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,14 @@ class Related:
     file: str
     range: Range
     message: str
+    cell: int | None = None  # as in TextEdit
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "range": self.range.to_json(), "message": self.message}
+        return {"file": self.file, "range": self.range.to_json(), "message": self.message, **_cell(self.cell)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Related:
-        return cls(d["file"], Range.from_json(d["range"]), d["message"])
+        return cls(d["file"], Range.from_json(d["range"]), d["message"], d.get("cell"))
 
 
 @dataclass
@@ -110,10 +117,12 @@ class Diagnostic:
     related: list[Related] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    cell: int | None = None  # in a notebook: the cell (0-based, over all cells); `range` is relative to it
 
     def to_json(self, with_data: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             "file": self.file,
+            **_cell(self.cell),
             "range": self.range.to_json(),
             "severity": self.severity,
             "code": self.code,
@@ -138,6 +147,7 @@ class Diagnostic:
             related=[Related.from_json(r) for r in d.get("related", [])],
             fixes=[Fix.from_json(f) for f in d.get("fixes", [])],
             data=dict(d.get("data", {})),
+            cell=d.get("cell"),
         )
 
 
@@ -149,11 +159,13 @@ class TargetResult:
     kind: str  # "export" | "compile" | "trace"
     status: str  # "ok" | "problems" | "error" | "timeout" | "crashed" | "unsupported" (torch has no draft_export)
     seconds: float
+    cell: int | None = None  # in a notebook: `line` is in this cell
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "file": self.file,
+            **_cell(self.cell),
             "line": self.line,
             "kind": self.kind,
             "status": self.status,
@@ -162,7 +174,7 @@ class TargetResult:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TargetResult:
-        return cls(d["name"], d["file"], int(d["line"]), d["kind"], d["status"], float(d["seconds"]))
+        return cls(d["name"], d["file"], int(d["line"]), d["kind"], d["status"], float(d["seconds"]), d.get("cell"))
 
 
 @dataclass

@@ -193,9 +193,11 @@ def is_user_file(path: str | None, root: str) -> bool:
 _OWN_PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 
 
-def python_files(path: str, exclude: list[str] | None = None, root: str | None = None) -> list[str]:
-    """`path` itself if a file, else every .py file under it (skipping venvs, caches and the
-    `exclude` globs, matched relative to `root`; a file named directly is never excluded)."""
+def python_files(path: str, exclude: list[str] | None = None, root: str | None = None, *, notebooks: bool = False) -> list[str]:
+    """`path` itself if a file, else every .py file (and .ipynb with `notebooks`) under it, skipping
+    venvs, caches, hidden files and the `exclude` globs (matched relative to `root`; a file named
+    directly is never excluded)."""
+    suffixes = (".py", ".ipynb") if notebooks else (".py",)
     if os.path.isfile(path):
         return [os.path.abspath(path)]
     base = os.path.abspath(root or path)
@@ -203,6 +205,6 @@ def python_files(path: str, exclude: list[str] | None = None, root: str | None =
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
                              and not excluded(os.path.abspath(os.path.join(dirpath, d)), base, exclude or []))
-        found.extend(full for f in sorted(filenames) if f.endswith(".py")
+        found.extend(full for f in sorted(filenames) if f.endswith(suffixes) and not f.startswith(".")
                      and not excluded(full := os.path.abspath(os.path.join(dirpath, f)), base, exclude or []))
     return found

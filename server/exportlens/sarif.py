@@ -41,6 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from . import notebook
 from .codes import CODES, CodeInfo
 
 SARIF_VERSION = "2.1.0"
@@ -171,7 +172,8 @@ def _result(
 ) -> dict[str, Any]:
     code = str(d.get("code", ""))
     file = str(d["file"])
-    rng = d["range"]
+    cell = d.get("cell")
+    rng = _file_range(file, cell, d["range"], lines) if cell is not None else d["range"]
     artifact = _artifact_location(file, root)
     result: dict[str, Any] = {
         "ruleId": code,
@@ -190,14 +192,16 @@ def _result(
                 "id": i,
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(str(r["file"]), root),
-                    "region": _region(r["range"]),
+                    "region": _region(_file_range(str(r["file"]), r["cell"], r["range"], lines)
+                                      if r.get("cell") is not None else r["range"]),
                 },
                 "message": {"text": _message_text(str(r.get("message", "")) or "related")},
             }
             for i, r in enumerate(related, start=1)
         ]
 
-    fixes = _fixes(d.get("fixes", []), root)
+    # an edit inside a notebook cell cannot be applied to the .ipynb file's JSON text: no SARIF fix for it
+    fixes = _fixes([f for f in d.get("fixes", []) if all(e.get("cell") is None for e in f.get("edits", []))], root)
     if fixes:
         result["fixes"] = fixes
 
@@ -215,7 +219,21 @@ def _result(
 
     if d.get("target"):
         result["properties"] = {"target": str(d["target"])}
+    if cell is not None:  # the notebook cell (0-based, over all cells) and the range inside it
+        result.setdefault("properties", {}).update({"cell": int(cell), "cellRange": d["range"]})
     return result
+
+
+def _file_range(file: str, cell: int, rng: Mapping[str, Any], lines: _LineCache) -> Mapping[str, Any]:
+    """A notebook cell's range as a range of the .ipynb file's own text (nbformat layout), else unchanged."""
+    raw = lines.raw_text(file)
+    if raw is None:
+        return rng
+    start = notebook.raw_position(raw, cell, int(rng["start"]["line"]), int(rng["start"]["character"]))
+    end = notebook.raw_position(raw, cell, int(rng["end"]["line"]), int(rng["end"]["character"]))
+    if start is None or end is None:
+        return rng
+    return {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
 
 
 def _fixes(fixes: Iterable[Mapping[str, Any]], root: Path | None) -> list[dict[str, Any]]:
@@ -332,6 +350,9 @@ class _LineCache:
             except OSError:
                 self._texts[file] = None
         return self._texts[file]
+
+    def raw_text(self, file: str) -> str | None:
+        return self._text(file)
 
     def line_text(self, file: str, line: int) -> str:
         text = self._text(file)

@@ -174,6 +174,8 @@ def fixes_for(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
 
     A fix that would edit a file outside the project (a library in site-packages) is refused.
     """
+    if d.cell is not None:
+        return []  # a notebook cell: its fixes come from the run, in cell coordinates (never rewritten from the .ipynb text)
     return [f for f in _fixes_for(d, read) if in_project(f, d.file)]
 
 
@@ -224,9 +226,10 @@ def editor_fixes(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
 
 
 def attach(diags: list[Diagnostic], read: Reader = read_disk) -> None:
-    """Fill `fixes` of every diagnostic (the CLI's JSON and SARIF carry them)."""
+    """Fill `fixes` of every diagnostic (the CLI's JSON and SARIF carry them); a notebook's keep theirs."""
     for d in diags:
-        d.fixes = fixes_for(d, read)
+        if d.cell is None:
+            d.fixes = fixes_for(d, read)
 
 
 def _shown(path: str) -> str:

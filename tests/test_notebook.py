@@ -1,0 +1,96 @@
+"""Notebooks in the CLI: code cells joined, magics neutralised, positions back in (cell, line, column)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import ROOT
+from test_cli import SCHEMA, cli
+
+from exportlens import notebook
+
+NB = ROOT / "tests/fixtures/notebook/threshold.ipynb"
+REL = "tests/fixtures/notebook/threshold.ipynb"
+
+
+def test_join_keeps_line_counts_and_maps_back() -> None:
+    cells = notebook.read(str(NB))
+    assert [c.kind for c in cells] == ["markdown", "code", "code", "code", "code", "markdown", "code"]
+    script = notebook.join(cells)
+    assert script.cells == [1, 2, 3, 4, 6] and script.sizes == [3, 6, 2, 1, 1]
+    lines = script.text.splitlines()
+    assert lines[:3] == ["pass  # %matplotlib inline", "import torch", "pass  # !pip list | grep torch"]
+    assert lines[9:11] == ["# %%time", "# print('timing a cell magic: never run as Python')"]
+    assert script.to_cell(6) == (2, 3) and script.to_cell(11) == (4, 0) and script.to_cell(13) is None
+    assert script.to_script(2, 3) == 6
+    cut = script.cut_after(4)
+    assert cut.cells == [1, 2, 3, 4] and "training" not in cut.text and cut.text.count("\n") == 12
+
+
+def test_magics_inside_blocks_keep_indentation() -> None:
+    assert notebook.neutralise("for i in range(2):\n    !echo $i\n    %time f()\n") == \
+        "for i in range(2):\n    pass  # !echo $i\n    pass  # %time f()\n"
+
+
+def test_not_a_notebook_is_said_plainly(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text("{not json")
+    out = cli("check", str(bad))
+    assert out.returncode == 1
+    assert out.stdout.startswith(f"{bad}:1:1: error[syntax-error]: the notebook is not valid JSON")
+
+
+def test_cli_text_names_the_cell_line_and_column() -> None:
+    out = cli("check", REL)
+    assert out.returncode == 1, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"{REL}:cell 2:4:12: error[data-dependent-guard]: Draft export could not decide `n > 2`")
+    assert lines[-1].startswith("1 problem in 1 target (")  # the training cell after the export never ran
+    assert not [p for p in NB.parent.iterdir() if p.name.startswith(".")]  # the shadow script is gone
+
+
+def test_cli_json_has_the_cell_and_cell_relative_ranges_and_fixes() -> None:
+    doc = json.loads(cli("check", REL, "--format", "json").stdout)
+    (t,) = doc["targets"]
+    assert (t["name"], t["cell"], t["line"], t["status"]) == ("export at threshold.ipynb:cell 4:1", 4, 1, "problems")
+    (d,) = doc["diagnostics"]
+    assert d["file"] == str(NB) and d["cell"] == 2
+    assert d["range"] == {"start": {"line": 3, "character": 11}, "end": {"line": 3, "character": 16}}
+    preferred = next(f for f in d["fixes"] if f["isPreferred"])
+    assert preferred["edits"] == [{"file": str(NB), "cell": 2, "newText": "        torch._check(n > 2)\n",
+                                   "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}}}]
+
+
+def test_cli_sarif_region_is_in_the_notebook_file() -> None:
+    doc = json.loads(cli("check", REL, "--format", "sarif").stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(doc)
+    (r,) = doc["runs"][0]["results"]
+    loc = r["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"] == REL
+    region = loc["region"]
+    line = NB.read_text().splitlines()[region["startLine"] - 1]
+    assert line[region["startColumn"] - 1: region["endColumn"] - 1] == "n > 2"
+    assert r["properties"]["cell"] == 2
+    assert r["properties"]["cellRange"] == {"start": {"line": 3, "character": 11}, "end": {"line": 3, "character": 16}}
+    assert "fixes" not in r  # cell edits do not apply to the .ipynb JSON text
+
+
+def test_folder_walk_includes_notebooks(tmp_path: Path) -> None:
+    dest = tmp_path / "nbs"
+    dest.mkdir()
+    (dest / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    shutil.copy(NB, dest / "threshold.ipynb")
+    doc = json.loads(cli("check", str(dest), "--format", "json").stdout)
+    assert [(Path(d["file"]).name, d["cell"], d["range"]["start"]["line"]) for d in doc["diagnostics"]] == [("threshold.ipynb", 2, 3)]
+
+
+@pytest.mark.parametrize(("cell", "line", "char", "expected"), [(2, 3, 11, "n > 2:\\n"), (4, 0, 0, "ep = torch")])
+def test_raw_position(cell: int, line: int, char: int, expected: str) -> None:
+    raw = NB.read_text()
+    pos = notebook.raw_position(raw, cell, line, char)
+    assert pos is not None
+    assert raw.splitlines()[pos[0]][pos[1]:].startswith(expected)
