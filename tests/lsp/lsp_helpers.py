@@ -293,3 +293,39 @@ class RawServer:
         except Exception:
             self.proc.kill()
             self.proc.wait(10)
+
+
+# -- notebooks, as VS Code syncs them (LSP 3.17): only the Python cells, each a text document ----
+
+def cell_uri(notebook: Path, index: int) -> str:
+    return f"vscode-notebook-cell:{notebook}#cell{index}"
+
+
+def open_notebook(client: LanguageClient, notebook: Path, *, code_only: bool = True) -> dict[int, str]:
+    """notebookDocument/didOpen with the notebook's cells (by default its code cells only, as a
+    Python cell selector makes VS Code send them); returns disk cell index → cell URI."""
+    import json
+
+    cells = json.loads(notebook.read_text())["cells"]
+    uris: dict[int, str] = {}
+    lsp_cells, docs = [], []
+    for i, cell in enumerate(cells):
+        if code_only and cell["cell_type"] != "code":
+            continue
+        uri = cell_uri(notebook, i)
+        uris[i] = uri
+        text = "".join(cell["source"])
+        code = cell["cell_type"] == "code"
+        lsp_cells.append(types.NotebookCell(kind=types.NotebookCellKind.Code if code else types.NotebookCellKind.Markup, document=uri))
+        docs.append(types.TextDocumentItem(uri=uri, language_id="python" if code else "markdown", version=1, text=text))
+        client.docs[uri] = [1, text]  # type: ignore[attr-defined]
+    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+        notebook_document=types.NotebookDocument(uri=notebook.as_uri(), notebook_type="jupyter-notebook", version=1,
+                                                 cells=lsp_cells),
+        cell_text_documents=docs))
+    return uris
+
+
+def save_notebook(client: LanguageClient, notebook: Path) -> None:
+    client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
+        notebook_document=types.NotebookDocumentIdentifier(uri=notebook.as_uri())))

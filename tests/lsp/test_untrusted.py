@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_helpers import copy_examples, init_params, open_doc, save_doc, server_config
+from lsp_helpers import copy_examples, init_params, open_doc, open_notebook, save_doc, save_notebook, server_config
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -22,6 +22,11 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (ws / "marker.py").write_text(
         "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('x')\n"
         "import torch\nmodel = torch.nn.Identity()\nexample_args = (torch.ones(1),)\n")
+    import json
+
+    (ws / "marker.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": (ws / "marker.py").read_text().replace("__file__", "'marker.py'").splitlines(keepends=True)}]}))
     return ws
 
 
@@ -49,6 +54,11 @@ async def test_untrusted_runs_nothing_and_says_so_once(client: LanguageClient, w
     uris = [open_doc(client, ws / "marker.py"), open_doc(client, ws / "data_dependent" / "item_branch.py")]
     for uri in uris:
         save_doc(client, uri)
+    open_notebook(client, ws / "marker.ipynb")
+    save_notebook(client, ws / "marker.ipynb")
+    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="exportlens.runDraftExport", arguments=[(ws / "marker.ipynb").as_uri()])), 10)
+    assert result == {"ran": False, "reason": "untrusted"}
     result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="exportlens.runDraftExport", arguments=[uris[1]])), 10)
     assert result == {"ran": False, "reason": "untrusted"}

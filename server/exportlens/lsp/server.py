@@ -20,15 +20,21 @@ from pygls.lsp.server import LanguageServer
 
 from exportlens import __version__
 from exportlens.lsp.actions import Actions
-from exportlens.lsp.convert import lsp_range, path_of
+from exportlens.lsp.convert import lsp_range, path_of, uri_of
 from exportlens.lsp.hover import hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
+from exportlens.lsp.notebooks import Notebooks
 from exportlens.lsp.progress import problems_text
 from exportlens.lsp.runs import Runs, RunSummary
 from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
 
 RUN_COMMAND = "exportlens.runDraftExport"
 SAVE_PROFILES_COMMAND = "exportlens.saveOpProfiles"
+# LSP 3.17 notebook sync: Jupyter notebooks' Python cells; the client tells us when the notebook is saved
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")],
+                                                             notebook="jupyter-notebook")],
+    save=True)
 UNTRUSTED_MESSAGE = ("ExportLens is off in this workspace because it is not trusted: it would have to run the "
                      "workspace's code to analyse it. Trust the workspace to turn it on.")
 
@@ -56,7 +62,7 @@ class _ClientLogHandler(logging.Handler):
 
 class ExportLensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("exportlens", __version__, protocol_cls=ExportLensProtocol)
+        super().__init__("exportlens", __version__, protocol_cls=ExportLensProtocol, notebook_document_sync=NOTEBOOK_SYNC)
         self.settings = Settings()
         self.trusted = True
         self.told_untrusted = False
@@ -64,6 +70,7 @@ class ExportLensServer(LanguageServer):
         self.open_docs: dict[str, str] = {}  # path → the URI the client uses for it
         self.runs = Runs(self)
         self.actions = Actions(self)
+        self.notebooks = Notebooks(self, self.runs.engine)
         self.requests: dict[Any, asyncio.Task[Any]] = {}  # request id → its handler task (for $/cancelRequest)
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -158,6 +165,10 @@ class ExportLensServer(LanguageServer):
             path = _arg_path(args[0])
             if path is None:
                 raise ValueError(f"{RUN_COMMAND} expects a file URI, got {args[0]!r}")
+            if path.endswith(".ipynb"):
+                done = await self.notebooks.run(uri_of(path) if not isinstance(args[0], str) else args[0], path)
+                n = sum(1 for d in done.diagnostics if d.severity in (1, 2)) if done else 0
+                return RunSummary([path], n, [t.to_json() for t in done.targets] if done else []).to_json() | {"ran": True}
             summary = await self.runs.run_paths([path], explicit=True)
         else:
             owners = self.runs.workspace_owners()
@@ -261,12 +272,33 @@ def register_documents(server: ExportLensServer) -> None:
             ls.run_file_soon(owner)
 
 
+def register_notebooks(server: ExportLensServer) -> None:
+    """Jupyter notebooks over LSP 3.17 notebook sync: show the last result on open, run on save."""
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: ExportLensServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        if uri in ls.notebooks.results:
+            ls.notebooks.publish(uri)  # the cells have new URIs: show the last result on them
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: ExportLensServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        if ls.settings.run != RUN_ON_SAVE:
+            return
+        if not ls.trusted:
+            ls.tell_untrusted()
+            return
+        ls.notebooks.on_save(params.notebook_document.uri)
+
+
 def register_code_actions(server: ExportLensServer) -> None:
     """Quick fixes from the published results, resolved lazily."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
     async def code_action(ls: ExportLensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        if ls.notebooks.owner_of(params.text_document.uri) is not None:
+            return ls.notebooks.code_actions(params)
         return await ls.actions.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
@@ -303,8 +335,13 @@ def register_code_lens(server: ExportLensServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: ExportLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
+        if not ls.trusted:
+            return []
+        cell_lenses = ls.notebooks.code_lenses(uri, RUN_COMMAND)
+        if cell_lenses is not None:
+            return cell_lenses
         path = path_of(uri)
-        if path is None or not ls.trusted or not _is_python(uri):
+        if path is None or not _is_python(uri):
             return []
         text, _ = ls.runs.current_text(path)
         try:
@@ -367,7 +404,7 @@ def register_commands(server: ExportLensServer) -> None:
 
 
 # One registration function per feature; each takes the server and adds its handlers.
-FEATURES = (register_lifecycle, register_documents, register_code_actions, register_hover, register_code_lens,
+FEATURES = (register_lifecycle, register_documents, register_notebooks, register_code_actions, register_hover, register_code_lens,
             register_commands)
 
 
