@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT
+from conftest import ROOT, SyncEngine
 from test_cli import SCHEMA, cli
 
 from exportlens import notebook
@@ -94,3 +94,23 @@ def test_raw_position(cell: int, line: int, char: int, expected: str) -> None:
     pos = notebook.raw_position(raw, cell, line, char)
     assert pos is not None
     assert raw.splitlines()[pos[0]][pos[1]:].startswith(expected)
+
+
+def test_syntax_error_lands_in_its_cell(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    nb = tmp_path / "broken.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# title\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["import torch\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["x = 1\n", "y = (2 +\n"]}]}))
+    doc = json.loads(cli("check", str(nb), "--format", "json").stdout)
+    (d,) = doc["diagnostics"]
+    assert (d["code"], d["cell"], d["range"]["start"]["line"]) == ("syntax-error", 2, 1)
+
+
+def test_unwritable_script_is_said_plainly(engine: SyncEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(notebook, "shadow_path", lambda path: str(tmp_path / "no" / "such" / "dir" / ".x.py"))
+    res = engine.check(NB)
+    (d,) = res.diagnostics
+    assert d.code == "target-error" and d.message.startswith("ExportLens runs a notebook as a script beside it, and could not write one")
+    assert res.targets == []

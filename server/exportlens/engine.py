@@ -263,6 +263,11 @@ class Engine:
         try:
             with open(shadow, "w", encoding="utf-8") as fh:
                 fh.write(script.text)
+        except OSError as exc:
+            return FileResult(path, diagnostics=[Diagnostic(
+                path, Range.of(0, 0, 0, 0), ERROR, "target-error",
+                f"ExportLens runs a notebook as a script beside it, and could not write one: {exc}", "")])
+        try:
             inner = await self.check_file(shadow, text=script.text, explicit=explicit, on_target=report,
                                           save_op_profiles=save_op_profiles)
             from exportlens.fixes import registry
