@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
     check.add_argument("--save-op-profiles", action="store_true",
                        help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)")
+    check.add_argument("--trace-dir", default=None, metavar="DIR",
+                       help="keep torch's structured trace of each run in DIR (render with `tlparse FILE --export`)")
     check.add_argument("--show-ignored", action="store_true",
                        help="also list the findings silenced by `# exportlens: ignore` comments")
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
@@ -93,7 +95,8 @@ def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> Eng
                           timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
                           timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
                           memory_mb=args.memory_mb, jobs=args.jobs,
-                          compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend)
+                          compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend,
+                          trace_dir=getattr(args, "trace_dir", None))
 
 
 def config_errors(paths: list[str]) -> list[str]:
@@ -127,6 +130,9 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
 
 
 def _say_profiles(result: FileResult) -> None:
+    for trace in result.trace_files:
+        print(f"exportlens: {_display_path(result.path)}: torch's structured trace: {_display_path(trace)} "
+              f"(render it with `tlparse {_display_path(trace)} --export`)", file=sys.stderr)
     for saved in result.op_profiles:
         if saved.get("file"):
             print(f"exportlens: wrote {_display_path(saved['file'])} ({', '.join(saved['ops'])})", file=sys.stderr)

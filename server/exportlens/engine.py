@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ class EngineSettings:
     jobs: int = 2  # files analysed at once by a folder check (each job is its own process)
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
+    trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
 
 
 @dataclass
@@ -43,6 +46,7 @@ class FileResult:
     ran: bool = False  # whether user code was run for it
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
     ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore` comments
+    trace_files: list[str] = field(default_factory=list)  # torch's structured traces of this run
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,9 @@ class Engine:
         job = found.job(path, root)
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
+        run_dir = _trace_run_dir(self.settings.trace_dir, path)
+        if run_dir:
+            job["trace_dir"] = run_dir
         seen: set[str] = set()
         raw: list[Diagnostic] = []
         partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
@@ -239,6 +246,8 @@ class Engine:
             raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(0, 0, 0, 0),
                                   ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
             result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
+        if run_dir:
+            _attach_traces(result, raw, run_dir)
         result.diagnostics.extend(_merge(raw))
         _suppress(result, cache, project.load_config(root))
         return result
@@ -279,7 +288,7 @@ class Engine:
             except OSError:
                 pass
         return FileResult(path, [mapper.target(t) for t in inner.targets], [mapper.diagnostic(d) for d in inner.diagnostics],
-                          inner.ran, inner.op_profiles, [mapper.diagnostic(d) for d in inner.ignored])
+                          inner.ran, inner.op_profiles, [mapper.diagnostic(d) for d in inner.ignored], inner.trace_files)
 
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
                           on_phase: Callable[[str, str, str], None] | None = None,
@@ -350,6 +359,37 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
         target["definition"] = event["definition"]
     if "compile_options" in event:
         target["compile_options"] = event["compile_options"]
+
+
+_TRACE_RUNS = itertools.count(1)
+KEEP_TRACE_RUNS = 100  # a cache folder: older runs' traces are removed
+
+
+def _trace_run_dir(trace_dir: str | None, path: str) -> str | None:
+    """A fresh folder for one run's structured trace under `trace_dir` (the oldest runs pruned)."""
+    if not trace_dir:
+        return None
+    base = os.path.abspath(trace_dir)
+    stem = os.path.splitext(os.path.basename(path))[0].lstrip(".") or "run"
+    run_dir = os.path.join(base, f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}-{os.getpid()}-{next(_TRACE_RUNS)}")
+    try:
+        os.makedirs(run_dir)
+        runs = sorted((e for e in os.scandir(base) if e.is_dir()), key=lambda e: e.stat().st_mtime)
+        for old in runs[:-KEEP_TRACE_RUNS]:
+            shutil.rmtree(old.path, ignore_errors=True)
+    except OSError:
+        return None  # no trace rather than no check
+    return run_dir
+
+
+def _attach_traces(result: FileResult, diags: list[Diagnostic], run_dir: str) -> None:
+    """The run's trace files, on the result and in every diagnostic's data (the hover links it)."""
+    result.trace_files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".log"))
+    if not result.trace_files:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for d in diags:
+        d.data.setdefault("trace_file", result.trace_files[0])
 
 
 def _suppress(result: FileResult, cache: SourceCache, cfg: project.ProjectConfig) -> None:

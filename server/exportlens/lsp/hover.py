@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from exportlens.lsp.convert import doc_url
@@ -119,4 +120,8 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
     url = doc_url(diag.code, d)
     if url:
         out += ["", f"[PyTorch documentation]({url})"]
+    trace = d.get("trace_file")
+    if isinstance(trace, str) and trace:
+        out += ["", f"[Open the full trace]({Path(trace).as_uri()}) (torch's structured trace of this run: "
+                    f"`tlparse {trace} --export` renders it; attach it to a PyTorch bug report)"]
     return "\n".join(out)

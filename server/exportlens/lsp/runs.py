@@ -61,6 +61,9 @@ class RunSummary:
                 "cancelled": self.cancelled, "superseded": self.superseded}
 
 
+TRACE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "exportlens", "traces")
+
+
 def _disk_text(path: str) -> str | None:
     try:
         return read_source(path).text
@@ -103,6 +106,7 @@ class Runs:
         changed = s.timeout_seconds != default.timeout_seconds
         self._engine.settings.timeout = s.timeout_seconds if changed else (cfg.timeout or default.timeout_seconds)
         self._engine.settings.extra_targets = list(s.targets)
+        self._engine.settings.trace_dir = TRACE_CACHE  # draft export writes its trace anyway: keep it where hover links it
         changed = s.compile_backend != default.compile_backend
         self._engine.settings.compile_backend = s.compile_backend if changed else (cfg.compile_backend or default.compile_backend)
         return self._engine

@@ -322,6 +322,8 @@ def run(request: dict[str, Any], emit: Emit) -> None:
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
     if request.get("trace"):
         trace_watch.install(emit, root)
+    if request.get("trace_dir"):  # draft export's own structured trace (what `tlparse --export` reads) goes there
+        os.environ["TORCH_DTRACE"] = str(request["trace_dir"])
     sys.argv = [file]
     sys.path[:0] = [os.path.dirname(file)] + ([root] if root != os.path.dirname(file) else [])
     os.chdir(root)
