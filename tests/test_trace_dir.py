@@ -11,7 +11,7 @@ from test_cli import cli
 from exportlens import engine as engine_module
 from exportlens.engine import Engine, EngineSettings
 from exportlens.lsp.hover import hover_markdown
-from exportlens.model import Diagnostic, Range
+from exportlens.model import Diagnostic
 
 
 def test_cli_trace_dir_keeps_the_trace_tlparse_reads(tmp_path: Path) -> None:
