@@ -12,7 +12,7 @@ from conftest import EXAMPLES, SyncEngine, spans
 from test_cli import cli
 
 from exportlens import project
-from exportlens.cli import build_parser, engine_settings
+from exportlens.cli import DEFAULT_TIMEOUT, build_parser, engine_settings
 
 BRANCH = (EXAMPLES / "data_dependent" / "item_branch.py").read_text()
 
@@ -67,7 +67,9 @@ def test_flags_override_pyproject(tmp_path: Path) -> None:
     s = engine_settings(_args("--timeout", "5", "--python", "/usr/bin/python3", "--compile-backend", "eager"), cfg)
     assert (s.timeout, s.python, s.compile_backend) == (5.0, "/usr/bin/python3", "eager")
     s = engine_settings(_args(), project.ProjectConfig(root=str(tmp_path)))
-    assert (s.timeout, s.python, s.compile_backend) == (120.0, None, "eager")
+    assert (s.timeout, s.python, s.compile_backend) == (DEFAULT_TIMEOUT, None, "eager")
+    assert s.timeout_knob == "--timeout"
+    assert engine_settings(_args(), cfg).timeout_knob.startswith("timeout under [tool.exportlens] in pyproject.toml")
 
 
 def test_exclude_skips_folders_and_files_in_walks(tmp_path: Path) -> None:
