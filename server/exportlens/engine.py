@@ -145,7 +145,7 @@ class Engine:
             try:
                 text = notebook.join(notebook.read(path)).text
             except notebook.NotebookError as exc:
-                return None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")], root
+                return Plan(path, root, None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
         try:
             src = Source(path, text) if text is not None else read_source(path)
         except SourceError as exc:
@@ -263,7 +263,7 @@ class Engine:
             return FileResult(path, diagnostics=[Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
         script = notebook.join(cells)
         shadow = notebook.shadow_path(path)
-        _, found, _, _ = self.plan(shadow, script.text)
+        found = self.plan(shadow, script.text).targets
         if found is not None and found.targets:
             last = script.to_cell(max(t.line for t in found.targets) - 1)
             script = script.cut_after(last[0]) if last else script

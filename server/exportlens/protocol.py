@@ -39,6 +39,7 @@ class JobSpec(TypedDict):
     trace: bool  # watch torch.jit.trace calls
     compile_backend: NotRequired[str]  # eager | aot_eager | inductor
     save_op_profiles: NotRequired[bool]  # write draft export's op profiles next to the file
+    trace_dir: NotRequired[str]  # keep draft export's structured trace (TORCH_DTRACE, for tlparse) in this folder
 
 
 class RunRequest(TypedDict):
@@ -646,8 +647,23 @@ class NoData(TypedDict, total=False):
     occurrences: int
 
 
+class UnusedIgnoreData(TypedDict):
+    """`unused-ignore`: the listed codes that silenced nothing ([] for a bare ignore), and the
+    directive's start and end character on its line (the removal fix checks the line still has it)."""
+
+    unused_codes: list[str]
+    directive: list[int]
+
+
+class DeprecatedApiData(TypedDict):
+    """`deprecated-api`: the deprecated call and the replacement the message and the fix use."""
+
+    deprecated: str
+    replacement: str
+
+
 DiagnosticData = (
-    DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
+    UnusedIgnoreData | DeprecatedApiData | DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
     | CrashData | DraftCrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
 )
 
@@ -667,5 +683,8 @@ DATA_BY_CODE: dict[str, Any] = {
     "target-error": TargetErrorData,
     "no-target": NoData,
     "draft-export-crashed": DraftCrashData,
+    "config-error": NoData,
+    "deprecated-api": DeprecatedApiData,
+    "unused-ignore": UnusedIgnoreData,
 }
 """The type of `Diagnostic.data` for each code (`codes.CODES` has the same keys; a test checks it)."""

@@ -79,8 +79,8 @@ class _Runner:
 
     def plan(self, path: Path) -> tuple[Any, list[Diagnostic]]:
         """The file's targets, statically (no user code runs, no worker starts)."""
-        _, found, diags, _ = self._engine().plan(str(path))
-        return found, diags
+        plan = self._engine().plan(str(path))
+        return plan.targets, plan.diagnostics
 
     def check(self, path: Path) -> Any:
         key = str(path.resolve())

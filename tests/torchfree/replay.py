@@ -56,6 +56,9 @@ CASES: list[Case] = _example_cases() + [
     Case("slow_model", SOURCES / "slow_model.py", timeout=3.0),
     Case("no_target", SOURCES / "no_target.py"),
     Case("syntax_error", SOURCES / "syntax_error.py"),
+    Case("ignores", SOURCES / "ignores.py"),
+    Case("check_is_size", SOURCES / "check_is_size.py"),
+    Case("bad_config", SOURCES / "bad_config" / "model.py"),
 ]
 CASES_BY_NAME = {c.name: c for c in CASES}
 

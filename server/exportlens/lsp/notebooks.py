@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsprotocol import types
 
@@ -39,9 +39,9 @@ class NotebookResult:
 
 
 class Notebooks:
-    def __init__(self, ls: Host, engine: Any) -> None:
+    def __init__(self, ls: Host, engine: Callable[[], Engine]) -> None:
         self.ls = ls
-        self.engine = engine  # () -> Engine: the runs' engine, for the current settings
+        self.engine = engine  # the runs' engine, for the current settings
         self.results: dict[str, NotebookResult] = {}  # notebook URI → last result
         self.tasks: dict[str, asyncio.Task[NotebookResult | None]] = {}
 
@@ -90,7 +90,7 @@ class Notebooks:
         task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
 
     async def run(self, uri: str, path: str) -> NotebookResult | None:
-        engine: Engine = self.engine()
+        engine = self.engine()
         try:
             cells = notebook.read(path)
         except notebook.NotebookError as exc:
@@ -192,7 +192,7 @@ class Notebooks:
             return []
         script = notebook.join(cells)
         uris = self.cell_uris(doc, [c.kind for c in cells])
-        _, found, _, _ = self.engine().plan(path, script.text)
+        found = self.engine().plan(path, script.text).targets
         res = self.results.get(doc.uri)
         lenses = []
         for t in found.targets if found is not None else []:
