@@ -663,7 +663,8 @@ class DeprecatedApiData(TypedDict):
 
 
 DiagnosticData = (
-    UnusedIgnoreData | DeprecatedApiData | DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
+    UnusedIgnoreData | DeprecatedApiData
+    | DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
     | CrashData | DraftCrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
 )
 
