@@ -58,7 +58,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
         if lib is not None:
             assert b is not None
             related.insert(0, boundary.library_related(ctx.source(lib.file), lib, "it was raised here"))
-            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(ctx.source(b.frame.file)),
                          "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1])})
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
