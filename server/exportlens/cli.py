@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
                        help=f"seconds per file (default {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
-    check.add_argument("--jobs", type=int, default=2, metavar="N", help="files analysed at once (default 2)")
+    check.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="jobs run at once, each a process tree (default: one per core)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     check.add_argument("--compile-backend", default="eager", choices=("eager", "aot_eager", "inductor"),
                        help="backend for torch.compile targets (default eager: fast, same graph breaks)")
@@ -71,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
-                              compile_backend=args.compile_backend, jobs=args.jobs, timeout_knob="--timeout")
+                              compile_backend=args.compile_backend, timeout_knob="--timeout")
+    if args.jobs is not None:
+        settings.jobs = max(1, args.jobs)
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     progress = CliProgress()

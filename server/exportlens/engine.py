@@ -20,7 +20,7 @@ from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Rep
 from exportlens.protocol import FindingEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source
 from exportlens.targets import FileTargets
-from exportlens.worker_client import WorkerClient, WorkerUnavailable
+from exportlens.worker_client import WorkerClient, WorkerUnavailable, default_jobs
 
 
 @dataclass
@@ -30,7 +30,7 @@ class EngineSettings:
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
     extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
     warmup: bool = True
-    jobs: int = 2  # files analysed at once by a folder check (each job is its own process)
+    jobs: int = field(default_factory=default_jobs)  # jobs at once (each is a process tree), queued FIFO
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
 
@@ -113,7 +113,7 @@ def _library_line(d: Diagnostic) -> tuple[str, int]:
 class Engine:
     def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None) -> None:
         self.settings = settings or EngineSettings()
-        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log)
+        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
 
     @property
     def torch_version(self) -> str:

@@ -98,6 +98,8 @@ class Runs:
         self._engine.settings.timeout = s.timeout_seconds
         self._engine.settings.extra_targets = list(s.targets)
         self._engine.settings.compile_backend = s.compile_backend
+        if s.jobs is not None:
+            self._engine.settings.jobs = self._engine.worker.slots.size = s.jobs
         return self._engine
 
     async def warm_up(self) -> None:
