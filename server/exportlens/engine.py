@@ -42,6 +42,7 @@ class FileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     ran: bool = False  # whether user code was run for it
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
+    texts: dict[str, str] = field(default_factory=dict)  # file → the text its diagnostics were placed on
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ class SourceCache:
                 except SourceError:
                     self._cache[path] = None
         return self._cache[path]
+
+    def texts(self) -> dict[str, str]:
+        return {path: src.text for path, src in self._cache.items() if src is not None}
 
 
 _ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-timeout"}
@@ -132,8 +136,21 @@ class Engine:
         await self.worker.close()
 
     def plan(self, path: str, text: str | None = None) -> Plan:
-        """Static part of a check: read, syntax-check and find targets. Runs no user code."""
+        """Static part of a check: read, syntax-check and find targets. Runs no user code.
+
+        Never raises: a file that cannot be planned (nested too deeply for the compiler, too big...)
+        is its own diagnostic, and the rest of a folder is still checked.
+        """
         path = os.path.abspath(path)
+        try:
+            return self._plan(path, text)
+        except (Exception, RecursionError) as exc:
+            why = "it is nested too deeply for Python's compiler" if isinstance(exc, RecursionError) else \
+                "Python ran out of memory compiling it" if isinstance(exc, MemoryError) else "ExportLens failed to read it"
+            message = f"The file cannot be compiled: {why} ({type(exc).__name__}: {exc})".replace(" ()", "")
+            return Plan(path, _root_of(path), None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", message, "")])
+
+    def _plan(self, path: str, text: str | None) -> Plan:
         root = project.find_root(path)
         cfg = project.load_config(root)
         try:
@@ -167,9 +184,12 @@ class Engine:
         """
         path = os.path.abspath(path)
         result = FileResult(path)
-        plan = self.plan(path, text)
+        # off the event loop: parsing a 20,000-line file must not stall an editor's requests
+        plan = await asyncio.to_thread(self.plan, path, text)
         src, found, root = plan.source, plan.targets, plan.root
         result.diagnostics.extend(plan.diagnostics)
+        if src is not None:
+            result.texts[path] = src.text
         if found is None:
             return result
         if not found.targets:
@@ -180,6 +200,7 @@ class Engine:
         cache = SourceCache({path: src.text} if src is not None else None)  # read once: plan already did
         result.ran = True
         job = found.job(path, root)
+        job["source"] = src.text if src is not None else None  # run what was planned, not a later disk state
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         seen: set[str] = set()
@@ -234,6 +255,9 @@ class Engine:
                                   ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
             result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
         result.diagnostics.extend(_merge(raw))
+        for file in {d.file for d in result.diagnostics} | {path}:
+            cache(file)
+        result.texts = cache.texts()
         return result
 
     async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
@@ -253,12 +277,24 @@ class Engine:
         async def one(file: str, explicit: bool) -> FileResult:
             async with gate:
                 tell = functools.partial(on_phase, file) if on_phase else None
-                res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
+                try:
+                    res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
+                except Exception as exc:  # a bug of ours on one file must not lose the others' results
+                    res = FileResult(os.path.abspath(file), diagnostics=[Diagnostic(
+                        os.path.abspath(file), Range.of(0, 0, 0, 1), ERROR, "target-error",
+                        f"ExportLens failed on this file (an internal error, please report it): {type(exc).__name__}: {exc}", "")])
             if on_file:
                 on_file(res)
             return res
 
-        for res in await asyncio.gather(*(one(f, e) for f, e in files)):  # results keep the files' order
+        tasks = [asyncio.ensure_future(one(f, e)) for f, e in files]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:  # nothing of this check outlives it (no job may start after the engine is closed)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for res in results:  # results keep the files' order
             report.targets.extend(res.targets)
             report.diagnostics.extend(res.diagnostics)
         report.diagnostics.sort(key=lambda d: (d.file, d.range.start, d.code))  # a helper's findings by its own name
@@ -301,6 +337,13 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
         target["definition"] = event["definition"]
     if "compile_options" in event:
         target["compile_options"] = event["compile_options"]
+
+
+def _root_of(path: str) -> str:
+    try:
+        return project.find_root(path)
+    except Exception:
+        return os.path.dirname(path)
 
 
 def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:

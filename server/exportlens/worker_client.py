@@ -127,17 +127,30 @@ class WorkerClient:
             env.setdefault("PYTHONUNBUFFERED", "1")
             self._mark = env[WORKER_MARK] = uuid.uuid4().hex
             args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+            # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
+            # user's workspace (a `selectors.py` there must not run); our own folder is safe.
+            # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
+            creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
+                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+                cwd=PACKAGE_PARENT, start_new_session=True,
+            ))
             try:
-                # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
-                # user's workspace (a `selectors.py` there must not run); our own folder is safe.
-                # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
-                self._proc = await asyncio.create_subprocess_exec(
-                    *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-                    cwd=PACKAGE_PARENT, start_new_session=True,
-                )
+                # Never cancel the creation itself: asyncio (3.11) then waits forever for pipes that
+                # never connect. Let it finish (milliseconds), then stop what it started.
+                self._proc = await asyncio.shield(creating)
+            except asyncio.CancelledError:
+                proc = await _settled(creating)
+                if proc is not None:
+                    _kill_session(proc.pid)
+                    await proc.wait()
+                    sweep(self._mark)
+                raise
             except OSError as exc:
                 raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+            if self.closed:  # closed while it was being created
+                await self._forget()
+                raise WorkerUnavailable("the worker was shut down")
             loop = asyncio.get_running_loop()
             self._ready = loop.create_future()
             self._stderr_tail = []
@@ -266,6 +279,9 @@ class WorkerClient:
     async def close(self) -> None:
         """Stop the worker and everything it started; no new one is started afterwards."""
         self.closed = True
+        if self._ready is not None and not self._ready.done():  # a start() waiting for it ends now
+            self._ready.set_exception(WorkerUnavailable("the worker was shut down while it was starting"))
+            self._ready.exception()  # retrieved: no "never retrieved" warning when nobody waits
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             try:
@@ -280,6 +296,16 @@ class WorkerClient:
         for task in self._tasks:
             task.cancel()
         self._tasks = []
+
+
+async def _settled(creating: asyncio.Future[asyncio.subprocess.Process]) -> asyncio.subprocess.Process | None:
+    """The process a creation made, waiting for it even while our task is being cancelled."""
+    while not creating.done():
+        try:
+            await asyncio.wait([creating])
+        except asyncio.CancelledError:
+            continue
+    return None if creating.cancelled() or creating.exception() is not None else creating.result()
 
 
 def _kill_session(pid: int) -> None:

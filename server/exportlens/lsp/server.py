@@ -236,7 +236,7 @@ def register_documents(server: ExportLensServer) -> None:
             ls.runs.publish(path)  # re-place them on the text the editor has
         if not ls.trusted or ls.settings.run != RUN_ON_SAVE:
             return
-        if not ls.runs.target_names(path):
+        if not ls.runs.worth_running(path, doc.text):
             return
         done = ls.runs.results.get(path)
         if done is None or done.texts.get(path) != doc.text:
@@ -278,10 +278,11 @@ def register_hover(server: ExportLensServer) -> None:
     """The findings under the cursor, in Markdown."""
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
+    async def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
         path = path_of(params.text_document.uri)
         if path is None:
             return None
+        await ls.runs.prepare(path)
         pos = (params.position.line, params.position.character)
         parts = []
         first = None
@@ -307,11 +308,7 @@ def register_code_lens(server: ExportLensServer) -> None:
         if path is None or not ls.trusted or not _is_python(uri):
             return []
         text, _ = ls.runs.current_text(path)
-        try:
-            found = ls.runs.engine().plan(path, text).targets
-        except Exception as exc:
-            ls.log(f"codeLens: {exc}", types.MessageType.Warning)
-            return []
+        found, _ = ls.runs.plan(path, text)
         if found is None:
             return []
         res = ls.runs.results.get(path)

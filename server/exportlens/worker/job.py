@@ -1,6 +1,9 @@
 """One job, in its own fresh process: run the user's file, analyse every target it names.
 
-A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool}`.
+A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool,
+"source": text}`. `source` is the text the server planned (the editor's buffer, or one snapshot
+of the file): the job compiles that text under the file's real name rather than reading the disk
+again, which an editor may be rewriting at this very moment.
 Each analysed target is written to `emit` as soon as it is done, so a crash later in the
 script keeps the targets already finished.
 """
@@ -333,7 +336,8 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     namespace: dict[str, Any] = {}
     try:
         try:
-            namespace = runpy.run_path(file, run_name=run_name)
+            source = request.get("source")
+            namespace = runpy.run_path(file, run_name=run_name) if source is None else run_source(file, source, run_name)
         finally:
             compile_watch.finish()  # compile targets are reported once the script is done (or died)
     except SystemExit as exc:
@@ -363,6 +367,34 @@ def run(request: dict[str, Any], emit: Emit) -> None:
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
+
+
+def run_source(file: str, text: str, run_name: str) -> dict[str, Any]:
+    """`runpy.run_path` for a text we already have: same module set-up, `file` as its name.
+
+    The text goes into `linecache` (without an mtime, so it is never re-read from disk): tracebacks,
+    `inspect` and torch's own source lookups then show the lines that actually ran.
+    """
+    import builtins
+    import linecache
+    import types
+
+    code = compile(text, file, "exec", dont_inherit=True)
+    linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)
+    module = types.ModuleType(run_name)
+    module.__dict__.update(__file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None,
+                           __builtins__=builtins)
+    missing = object()
+    before = sys.modules.get(run_name, missing)
+    sys.modules[run_name] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if before is missing:
+            sys.modules.pop(run_name, None)
+        else:
+            sys.modules[run_name] = before  # type: ignore[assignment]
+    return dict(module.__dict__)
 
 
 def _call_factory(fn: Callable[[], Any]) -> dict[str, Any]:
