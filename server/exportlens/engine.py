@@ -231,6 +231,16 @@ class Engine:
                         result.op_profiles.append({"target": tr.name, **saved})
                     if on_target:
                         on_target(tr)
+                elif event["event"] == "done" and event["status"] == "ok" and not seen:
+                    # the job finished yet no target reported: never a silent "0 problems in 0 targets"
+                    t = found.targets[0]
+                    names = ", ".join(x.name for x in found.targets[:3]) + (" …" if len(found.targets) > 3 else "")
+                    raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(t.line - 1, 0, t.line - 1, 0),
+                                          ERROR, "target-error",
+                                          f"No target of this file ran ({names}): the file finished without reaching "
+                                          "them (an early return or exit, a branch not taken, or `if __name__ == "
+                                          "\"__main__\"` around them when they are not script calls).", t.name))
+                    result.targets.append(TargetResult(t.name, path, t.line, t.kind, "error", time.perf_counter() - started))
                 elif event["event"] == "done" and event["status"] in ("crashed", "timeout"):
                     kept = 0
                     for name, ev in partial.items():  # what torch recorded before the deadline still counts

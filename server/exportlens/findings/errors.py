@@ -44,7 +44,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
     lib = b.inside if b is not None and frames and frames[-1] == b.frame else None
     inside = f"inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): " if lib is not None else ""
     if kind.endswith("SystemExit"):
-        text = f"{target_error or 'The script exited'}."
+        text = f"{target_error[0].upper() + target_error[1:] if target_error else 'The script exited'}."
     elif target_error:
         text = f"{target_error[0].upper() + target_error[1:]}: {inside}{kind}: {message}"
     else:

@@ -53,6 +53,10 @@ class Recorder:
             self._wrap_real_values()
             self._wrap_float_symbols()
 
+    def installed(self) -> bool:
+        """Whether torch.export.export is still ours (user code may have replaced it)."""
+        return torch.export.export == self._record and torch.export.draft_export == self._record
+
     def _wrap_real_values(self) -> None:
         """Keep the real value draft export saw for each unbacked symbol (`u0` was 4)."""
         from torch.fx.experimental import symbolic_shapes
@@ -199,13 +203,15 @@ class Recorder:
         try:
             with watch:
                 ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
-        except Exception as exc:  # draft_export re-raises all but constraint violations
+        except (Exception, SystemExit) as exc:  # draft_export re-raises all but constraint violations
             draft_info = capture.exception_info(exc)
             event: dict[str, Any] = {"event": "target", **head}
-            symbol = compat.float_item_bug(exc)
+            symbol = compat.float_item_bug(exc) if isinstance(exc, Exception) else None
             plain_exc: BaseException | None = exc
             plain_ep = None
-            if symbol is not None:
+            if isinstance(exc, SystemExit):  # the model itself called sys.exit(): the export never finished
+                event["target_error"] = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
+            elif symbol is not None:
                 mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
                 event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol,
                                       "created": next((f for f in mine if not f.get("branch")), None),
@@ -341,10 +347,11 @@ def run(request: dict[str, Any], emit: Emit) -> None:
         finally:
             compile_watch.finish()  # compile targets are reported once the script is done (or died)
     except SystemExit as exc:
-        if exc.code not in (None, 0) and rec.count == 0 and not request.get("compile") and not request.get("trace"):
+        if id(exc) not in rec.reported and rec.count == 0 and not request.get("compile") and not request.get("trace"):
+            # sys.exit(0) too: the targets never ran, and a silent "0 problems" would say they were fine
             emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
                   "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
-                  "target_error": f"the script called sys.exit({exc.code!r}) before any export"})
+                  "target_error": f"the script called sys.exit({exc.code!r}) before any export target ran"})
         return
     except BaseException as exc:
         if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
@@ -353,6 +360,12 @@ def run(request: dict[str, Any], emit: Emit) -> None:
               "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
               "target_error": "running the file raised"})
         return
+    if request.get("main") and rec.count == 0 and not rec.installed():
+        emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
+              "seconds": time.perf_counter() - started,
+              "target_error": "the script replaced torch.export.export before calling it, so ExportLens could not "
+                              "see the export (call the real torch.export.export, or declare a target with "
+                              "`model` and `example_args`)"})
     lines = request.get("lines", {})
     if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
         module_spec: dict[str, Any] = namespace
