@@ -162,3 +162,12 @@ def test_the_job_runs_the_text_it_was_given_not_the_disk(engine: SyncEngine, pro
     result = engine.check(path, text=text)
     assert spans(result) == [("model.py", 8, 11, 8, 16, "data-dependent-guard")]
     assert result.texts[str(path)] == text
+
+
+def test_a_pyproject_target_outside_the_project_is_said(engine: SyncEngine, project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.exportlens]\ntargets = ["../elsewhere/build.py:make"]\n')
+    path = project / "model.py"
+    path.write_text(GOOD + "model = M()\nexample_args = (torch.ones(2),)\n")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.severity) == ("target-error", 3)
+    assert "'../elsewhere/build.py:make' is outside the project folder" in d.message

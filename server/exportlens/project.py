@@ -50,7 +50,17 @@ def load_config(root: str) -> ProjectConfig:
         cfg.targets = list(targets)
     else:
         cfg.error = "[tool.exportlens] targets must be a list of \"path/file.py:factory\" strings"
+    outside = [t for t in cfg.targets if not _inside(root, t.rpartition(":")[0])]
+    if outside:  # never ignored without a word: they would not be analysed, the user should know why
+        cfg.error = (f"[tool.exportlens] target{'s' if len(outside) > 1 else ''} {', '.join(repr(t) for t in outside)} "
+                     f"{'are' if len(outside) > 1 else 'is'} outside the project folder {root}: ExportLens analyses "
+                     "only files inside it (move the factory into the project, or open the folder that holds it)")
     return cfg
+
+
+def _inside(root: str, file: str) -> bool:
+    path = os.path.normpath(os.path.join(root, file))
+    return path.startswith(os.path.join(os.path.normpath(root), ""))
 
 
 def factories_by_file(cfg: ProjectConfig, extra: list[str] | None = None) -> dict[str, list[str]]:

@@ -15,6 +15,7 @@ import collections
 import itertools
 import json
 import os
+import shutil
 import signal
 import sys
 import uuid
@@ -185,6 +186,8 @@ class WorkerClient:
                 queue.put_nowait(event)
         code = await proc.wait()
         sweep(mark)  # its jobs died with it (parent-death signal); what they forked goes now
+        if ready.done() and not ready.cancelled() and ready.exception() is None:
+            remove_workdir(ready.result())
         await asyncio.sleep(0)  # let the stderr reader catch up
         if not ready.done():
             ready.set_exception(WorkerUnavailable(self._startup_failure(code)))
@@ -306,6 +309,13 @@ async def _settled(creating: asyncio.Future[asyncio.subprocess.Process]) -> asyn
         except asyncio.CancelledError:
             continue
     return None if creating.cancelled() or creating.exception() is not None else creating.result()
+
+
+def remove_workdir(info: dict[str, Any]) -> None:
+    """The worker's private temporary folder, if it could not remove it itself (it was killed)."""
+    path = info.get("tmpdir")
+    if isinstance(path, str) and os.path.basename(path).startswith("exportlens-worker-") and os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _kill_session(pid: int) -> None:

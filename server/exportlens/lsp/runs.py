@@ -69,6 +69,11 @@ def _disk_text(path: str) -> str | None:
         return None
 
 
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def _config_stamp(path: str) -> float:
     """When the project's pyproject.toml last changed (targets may be declared there)."""
     try:
@@ -120,7 +125,8 @@ class Runs:
             self.ls.log(f"worker ready: torch {info.get('torch', '?')}")
             self.ls.tell_unsupported(info.get("unsupported"))
         except Exception as exc:  # reported as a diagnostic when a run needs it
-            self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
+            if self._engine is not None and not self._engine.worker.closed:  # not just replaced by a newer one
+                self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
 
     async def close(self) -> None:
         for task in list(self.tasks.values()):
@@ -232,6 +238,11 @@ class Runs:
         if self.generation.get(path) != gen:
             if shared is None:
                 progress.end("superseded by a newer run")
+            return None
+        if engine is not self._engine:  # the interpreter setting changed under this run: its worker was
+            if shared is None:  # closed (a "crash" that is none), and the new interpreter is what counts
+                progress.end("superseded: the interpreter changed")
+            self.start(path, explicit=explicit).add_done_callback(_consume)
             return None
         self.store(path, result, version)
         if shared is None:

@@ -554,6 +554,10 @@ def main(argv: list[str]) -> int:
         run_child(request, os.dup(1), argv[1])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # terminated: still end every job's tree
     proctree.become_subreaper()  # a job's orphans come to us, not to init: found, killed, reaped
+    # One private temporary folder for everything this worker writes (job folders, torch's trace
+    # logs, inductor's cache), set before torch is imported; removed when the worker ends.
+    workdir = tempfile.mkdtemp(prefix="exportlens-worker-")
+    os.environ["TMPDIR"] = tempfile.tempdir = workdir
     # The protocol keeps the real stdout; anything else printed goes to stderr.
     _protocol_fd = os.dup(1)
     protocol = os.fdopen(_protocol_fd, "w", buffering=1)
@@ -576,10 +580,11 @@ def main(argv: list[str]) -> int:
     found = compat.probe(torch)
     zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
                  "python": sys.version.split()[0], "import_seconds": round(imported, 3),
-                 "warmup_seconds": round(warm, 3), "fork": zygote.can_fork})
+                 "warmup_seconds": round(warm, 3), "fork": zygote.can_fork, "tmpdir": workdir})
     try:
         zygote.serve(sys.stdin.buffer)
     finally:
         zygote.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
     protocol.flush()
     os._exit(0)  # the server went away: skip torch's ~0.35 s interpreter teardown
