@@ -123,46 +123,62 @@ class WorkerClient:
                 raise WorkerUnavailable("the worker was shut down")
             if self.running and self._ready is not None and self._ready.done() and not self._ready.exception():
                 return self._ready.result()
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-            env.setdefault("PYTHONUNBUFFERED", "1")
-            self._mark = env[WORKER_MARK] = uuid.uuid4().hex
-            args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
-            # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
-            # user's workspace (a `selectors.py` there must not run); our own folder is safe.
-            # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
-            creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-                cwd=PACKAGE_PARENT, start_new_session=True,
-            ))
-            try:
-                # Never cancel the creation itself: asyncio (3.11) then waits forever for pipes that
-                # never connect. Let it finish (milliseconds), then stop what it started.
-                self._proc = await asyncio.shield(creating)
-            except asyncio.CancelledError:
-                proc = await _settled(creating)
-                if proc is not None:
-                    _kill_session(proc.pid)
-                    await proc.wait()
-                    sweep(self._mark)
-                raise
-            except OSError as exc:
-                raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
-            if self.closed:  # closed while it was being created
-                await self._forget()
-                raise WorkerUnavailable("the worker was shut down")
             loop = asyncio.get_running_loop()
-            self._ready = loop.create_future()
-            self._stderr_tail = []
-            self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)),
-                           loop.create_task(self._read_stderr(self._proc))]
+            if self._failed is not None and loop.time() - self._failed[0] < RETRY_START_AFTER:
+                raise self._failed[1]
             try:
-                self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
-            except TimeoutError as exc:
-                await self._forget()
-                raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
-            return self.info
+                info = await self._start()
+            except WorkerUnavailable as exc:
+                if not self.closed:
+                    self._failed = (loop.time(), exc)
+                raise
+            self._failed = None
+            return info
+
+    async def _start(self) -> dict[str, Any]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self._mark = env[WORKER_MARK] = uuid.uuid4().hex
+        args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+        # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
+        # user's workspace (a `selectors.py` there must not run); our own folder is safe.
+        # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
+        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+            cwd=PACKAGE_PARENT, start_new_session=True,
+        ))
+        try:
+            # Never cancel the creation itself: asyncio (3.11) then waits forever for pipes that
+            # never connect. Let it finish (milliseconds), then stop what it started.
+            self._proc = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            proc = await _settled(creating)
+            if proc is not None:
+                _kill_session(proc.pid)
+                await proc.wait()
+                sweep(self._mark)
+            raise
+        except OSError as exc:
+            raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+        if self.closed:  # closed while it was being created
+            await self._forget()
+            raise WorkerUnavailable("the worker was shut down")
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._stderr_tail = []
+        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)),
+                       loop.create_task(self._read_stderr(self._proc))]
+        try:
+            self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
+        except TimeoutError as exc:
+            await self._forget()
+            raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
+        except WorkerUnavailable:
+            await self._forget()
+            raise
+        return self.info
 
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None

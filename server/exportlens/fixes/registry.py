@@ -75,6 +75,12 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
         return []
     taken = expr if data["result"] == "True" else gen.negate(expr)
     other = gen.negate(taken)
+    if data.get("pin"):  # a condition torch asked inside a call (split on torch ≤ 2.12): only pinning passes
+        pin = str(data["pin"])
+        out = _ok(gen.insert_check(text, d.file, line, pin, preferred=True,
+                                   title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)"))
+        return out + _ok(gen.insert_check(text, d.file, line, taken, preferred=False,
+                                          title=f"Add `torch._check({taken})` (settles only this first question)"))
     # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
     # occurrence); the `if` is only decided once every part is checked
     chain = gen.chained_conditions(text, line, expr) if is_if and data["result"] == "True" else [taken]

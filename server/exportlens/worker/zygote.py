@@ -580,7 +580,9 @@ def main(argv: list[str]) -> int:
     found = compat.probe(torch)
     zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
                  "python": sys.version.split()[0], "import_seconds": round(imported, 3),
-                 "warmup_seconds": round(warm, 3), "fork": zygote.can_fork, "tmpdir": workdir})
+                 "warmup_seconds": round(warm, 3), "warmup_error": warm_error, "fork": zygote.can_fork,
+                 "compat": found, "tmpdir": workdir,
+                 "unsupported": None if found["draft_export"] else compat.unsupported_message(str(torch.__version__))})
     try:
         zygote.serve(sys.stdin.buffer)
     finally:
