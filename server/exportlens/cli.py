@@ -8,11 +8,14 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from exportlens import __version__
 from exportlens.cli_progress import CliProgress
-from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Report
+
+if TYPE_CHECKING:
+    from exportlens.engine import FileResult
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
@@ -71,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
+    from exportlens.engine import Engine, EngineSettings  # not needed by `serve`: it starts faster
+
     settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb,
                               compile_backend=args.compile_backend, timeout_knob="--timeout")
     if args.jobs is not None:
@@ -160,9 +165,13 @@ def _repository_root(path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from exportlens.lsp.server import serve
+        from exportlens.lsp import handshake  # standard library only: answers `initialize` at once
 
-        serve()
+        first = handshake.read_message(sys.stdin.buffer)
+        early = handshake.answer_initialize(first, sys.stdout.buffer) if first else None
+        from exportlens.lsp.server import serve  # pygls and lsprotocol: most of a second
+
+        serve(first, early)
         return 0
     try:
         return run_check(args)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Coroutine
 from typing import Any
 
@@ -21,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from exportlens import __version__
 from exportlens.lsp.actions import Actions
 from exportlens.lsp.convert import lsp_range, path_of
+from exportlens.lsp.handshake import Replay
 from exportlens.lsp.hover import hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
 from exportlens.lsp.progress import problems_text
@@ -375,12 +377,15 @@ def create_server() -> ExportLensServer:
     return server
 
 
-def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit."""
+def serve(first: bytes = b"", early: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """Run the server on stdin/stdout until the client says exit. `first`: the message already read
+    (and, `early`, answered) before this module was imported (see lsp/handshake.py)."""
     server = create_server()
+    if isinstance(server.protocol, ExportLensProtocol):
+        server.protocol.answered_early = early
     handler = _ClientLogHandler(server)
     for name in ("pygls", "exportlens"):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False
-    server.start_io()
+    server.start_io(stdin=Replay(first, sys.stdin.buffer) if first else None)  # type: ignore[arg-type]  # readline + read
