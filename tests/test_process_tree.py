@@ -233,7 +233,7 @@ def test_the_memory_cap_counts_the_whole_process_tree(project: Path, token: str)
 
 
 def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str) -> None:
-    """Five files at once with jobs=2: never more than two run together, and they start in order."""
+    """Five files at once with jobs=2: never more than two run together, the first two asked first."""
     log = project / "intervals.log"
     paths = []
     for i in range(5):
@@ -261,4 +261,6 @@ def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str)
         most = max(most, running)
     assert most <= 2
     starts = [i for _, kind, i in events if kind == "start"]
-    assert (sorted(starts[:2]), sorted(starts[2:4]), starts[4:]) == ([0, 1], [2, 3], [4])  # first come, first served
+    # the first two asked run first; the strict order of the rest is test_worker_client's (FIFO slots): here a
+    # process started later may reach its first line later on a loaded machine
+    assert sorted(starts[:2]) == [0, 1]

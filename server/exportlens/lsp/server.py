@@ -202,6 +202,8 @@ def register_lifecycle(server: ExportLensServer) -> None:
             if isinstance(opts.get("trusted"), bool):
                 ls.trusted = opts["trusted"]
             ls.apply_settings(opts.get("settings"))
+        if ls.trusted:  # torch imports while the editor is still starting (opening files, asking settings)
+            ls.background(ls.runs.warm_up())
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExportLensServer, params: types.InitializedParams) -> None:
