@@ -220,6 +220,7 @@ class Zygote:
         self.use_spares = True
         self.spare: Spare | None = None
         self._next_scan = 0.0
+        self._spare_deaths = 0
 
     def send(self, event: dict[str, Any]) -> None:
         self.protocol.write(json.dumps(event, default=str) + "\n")
@@ -307,8 +308,6 @@ class Zygote:
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
         self.send({"event": "started", "id": child.id, "pid": child.pid})
-        if self.spare is None:
-            self.fork_spare()  # warms up on the other core while this job runs
 
     def cancel(self, job_id: str) -> None:
         for child in self.children.values():
@@ -378,8 +377,11 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            if self.spare is not None and pid == self.spare.pid:
+            if self.spare is not None and pid == self.spare.pid:  # died while waiting for a job
                 self._drop_spare()
+                self._spare_deaths += 1
+                if self._spare_deaths >= 3:  # something kills them: stop making new ones, fork per job
+                    self.use_spares = False
                 continue
             for child in self.children.values():
                 if child.pid == pid:
@@ -506,6 +508,10 @@ class Zygote:
                 else:
                     self._read(key.data)
             self._tick()
+            if self.spare is None and not self.children:
+                # Warm the next job's process while idle, not beside a running job: on a small
+                # machine that warm-up would take the running job's core (the first squiggle waits).
+                self.fork_spare()
 
     def _handle(self, raw: bytes) -> None:
         if not raw.strip():
@@ -574,7 +580,6 @@ def main(argv: list[str]) -> int:
     zygote = Zygote(protocol)
     # a spare warms up like the zygote did: where that failed, a spare would only die
     zygote.use_spares = "--no-spare" not in argv and "--no-warmup" not in argv and warm_error is None
-    zygote.fork_spare()
     from exportlens.worker import compat
 
     found = compat.probe(torch)
