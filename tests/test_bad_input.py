@@ -171,3 +171,10 @@ def test_a_pyproject_target_outside_the_project_is_said(engine: SyncEngine, proj
     (d,) = engine.check(path).diagnostics
     assert (d.code, d.severity) == ("target-error", 3)
     assert "'../elsewhere/build.py:make' is outside the project folder" in d.message
+
+
+def test_a_file_deleted_before_its_run_gets_a_clear_diagnostic(engine: SyncEngine, project: Path) -> None:
+    path = project / "gone.py"  # listed by a folder walk, deleted before its turn
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 0)
+    assert d.message.startswith("cannot read the file: No such file or directory")
