@@ -182,7 +182,7 @@ def _evaluated_first(test: ast.expr) -> ast.expr:
 def _bind_walrus_first(text: str, file: str, tree: ast.Module, node: ast.stmt, walrus: list[ast.NamedExpr],
                        conds: list[str], preferred: bool, title: str | None) -> Fix | Refusal:
     """``if (n := x.item()) > 2:`` → ``n = x.item()`` / ``torch._check(n > 2)`` / ``if n > 2:``."""
-    name = walrus[0].target.id  # type: ignore[attr-defined]
+    name = walrus[0].target.id
     test = getattr(node, "test", None)
     refusal = Refusal(
         f"the condition uses `{name}`, which this statement binds with `:=`: a check above it would run "
