@@ -10,7 +10,7 @@ EXT_PY_SOURCES := $(shell find server/exportlens -name '*.py' 2>/dev/null)
 # The project venv (the top-level Makefile's rule builds it): the bundle's source and the e2e interpreter.
 EXT_VENV_STAMP ?= .venv/.installed
 # Upper bound for the whole e2e run (seconds); the runner stops itself and cleans up past it.
-E2E_TIMEOUT ?= 600
+E2E_TIMEOUT ?= 1200
 
 .PHONY: ext-deps ext-build ext-lint ext-unit vsix e2e-setup e2e demo
 

@@ -123,3 +123,58 @@ def test_syntax_error_in_an_imported_helper_lands_in_the_helper(engine: SyncEngi
     (d,) = engine.check(path).diagnostics
     assert (Path(d.file).name, d.code, d.range.start.line) == ("helper.py", "syntax-error", 1)
     assert d.message == "SyntaxError: invalid syntax"
+
+
+def test_a_file_too_deeply_nested_to_compile_does_not_stop_a_folder_check(project: Path) -> None:
+    """RecursionError while compiling one file is that file's diagnostic; the others are still checked."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES, ROOT
+
+    (project / "deep.py").write_text("x = 1" + " + 1" * 100_000 + "\n")
+    shutil.copy(EXAMPLES / "data_dependent" / "item_branch.py", project / "item_branch.py")
+    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "server")}
+    out = subprocess.run([sys.executable, "-m", "exportlens", "check", str(project)], capture_output=True, text=True,
+                         env=env, cwd=project, timeout=300)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 1, out.stderr
+    assert lines[0].startswith("deep.py:1:1: error[syntax-error]: The file cannot be compiled: it is nested too deeply")
+    assert any(ln.startswith("item_branch.py:9:12: error[data-dependent-guard]") for ln in lines)
+    assert lines[-1].startswith("2 problems in 1 target")
+
+
+def test_planning_never_raises(engine: SyncEngine, project: Path) -> None:
+    path = project / "deep.py"
+    path.write_text("x = 1" + " + 1" * 100_000 + "\n")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 0) and "RecursionError" in d.message
+
+
+def test_the_job_runs_the_text_it_was_given_not_the_disk(engine: SyncEngine, project: Path) -> None:
+    """The editor's buffer (or one snapshot) is what runs: the disk may be mid-write."""
+    from conftest import EXAMPLES
+
+    path = project / "model.py"
+    path.write_text(GOOD + "model = M()\nexample_args = (torch.ones(2),)\n")  # clean on disk
+    text = (EXAMPLES / "data_dependent" / "item_branch.py").read_text()
+    result = engine.check(path, text=text)
+    assert spans(result) == [("model.py", 8, 11, 8, 16, "data-dependent-guard")]
+    assert result.texts[str(path)] == text
+
+
+def test_a_pyproject_target_outside_the_project_is_said(engine: SyncEngine, project: Path) -> None:
+    (project / "pyproject.toml").write_text('[tool.exportlens]\ntargets = ["../elsewhere/build.py:make"]\n')
+    path = project / "model.py"
+    path.write_text(GOOD + "model = M()\nexample_args = (torch.ones(2),)\n")
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.severity) == ("target-error", 3)
+    assert "'../elsewhere/build.py:make' is outside the project folder" in d.message
+
+
+def test_a_file_deleted_before_its_run_gets_a_clear_diagnostic(engine: SyncEngine, project: Path) -> None:
+    path = project / "gone.py"  # listed by a folder walk, deleted before its turn
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 0)
+    assert d.message.startswith("cannot read the file: No such file or directory")

@@ -132,3 +132,27 @@ def test_fix_keeps_the_files_encoding_and_merges_fixes_of_one_file(tmp_path: Pat
     assert fixed == source.replace("        if a > 2:", "        torch._check(a > 2)\n        if a > 2:").replace(
         "        if b > 1:", "        torch._check(b > 1)\n        if b > 1:")
     assert cli("check", str(path), cwd=tmp_path).returncode == 0
+
+
+def test_fix_lists_what_it_did_not_fix_and_why(tmp_path: Path) -> None:
+    """A refused fix is said, with its reason; so is a problem no fixer knows."""
+    path = tmp_path / "refused.py"
+    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        n = x.item()\n"
+                    "        while n > 2:\n            n = n - 1\n        return x * n\n\n\nmodel = M()\n"
+                    "example_args = (torch.tensor(5),)\n")
+    before = path.read_text()
+    out = cli("check", str(path), "--fix", cwd=tmp_path)
+    assert out.returncode == 1
+    assert path.read_text() == before
+    assert "not fixed: refused.py:7: [data-dependent-guard] the condition is a `while` loop test" in out.stderr
+
+
+def test_a_run_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
+    """Job folders, torch's trace logs and caches all live in the worker's own folder, removed at the end."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TMPDIR": str(tmp)}
+    out = subprocess.run([sys.executable, "-m", "exportlens", "check", "examples/data_dependent/item_branch.py",
+                          "examples/compile/print_first.py"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert sorted(p.name for p in tmp.iterdir()) == []

@@ -143,3 +143,43 @@ def test_spawn_fallback_where_fork_is_unavailable(monkeypatch: pytest.MonkeyPatc
         assert spans(eng.check(EXAMPLES / "two_files/model.py")) == [("layers.py", 7, 7, 7, 12, "data-dependent-guard")]
     finally:
         eng.close()
+
+
+def test_sys_exit_zero_at_import_is_not_a_silent_clean(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "exits_zero.py"
+    path.write_text("import sys\nimport torch\nsys.exit(0)\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n")
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.range.start.line) == ("target-error", 2)
+    assert "sys.exit(0) before any export target ran" in d.message
+    assert [t.status for t in result.targets] == ["error"]
+
+
+def test_system_exit_in_a_forward_called_from_a_script(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "script_exit.py"
+    path.write_text("import sys\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                    "        sys.exit(0)\n\n\ntorch.export.export(M(), (torch.ones(2),))\n")
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.range.start.line) == ("target-error", 7)
+    assert d.message.startswith("The model called sys.exit(0) during the export")
+    assert [(t.name, t.status) for t in result.targets] == [("export at script_exit.py:11", "error")]
+
+
+def test_a_script_that_replaces_torch_export_export(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "replaces.py"
+    path.write_text("import torch\n\ntorch.export.export = lambda *args, **kwargs: None\n"
+                    "torch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert d.code == "target-error" and "replaced torch.export.export" in d.message
+
+
+def test_a_target_the_script_never_reaches(fast_engine: SyncEngine, project: Path) -> None:
+    path = project / "unreached.py"
+    path.write_text("import torch\n\nif torch.__version__ == 'never':\n"
+                    "    torch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
+    result = fast_engine.check(path)
+    (d,) = result.diagnostics
+    assert (d.code, d.range.start.line) == ("target-error", 3)
+    assert d.message.startswith("No target of this file ran (export at unreached.py:4)")

@@ -63,6 +63,7 @@ def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: Sync
     assert second.data["library_frame"] == {"file": str(MINILIB / "postprocess.py"), "line": 8, "function": "limit_detections",
                                             "source": "if num_kept > max_keep:", "package": "minilib"}
     assert [f["function"] for f in second.data["library_chain"]] == ["forward", "TinyDetector.forward", "limit_detections"]
+    assert second.data["library_chain"][0]["source"] == "boxes = self.detector(images)"  # the project's line, as written
     assert second.data["upstream_search"] == "minilib limit_detections torch.export data-dependent"
     assert "register_fake(\"minilib::decode_boxes\")" in fake.message
     assert [t.status for t in result.targets] == ["problems"]

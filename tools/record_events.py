@@ -45,7 +45,7 @@ async def record(case: Case, worker: WorkerClient) -> dict[str, Any]:
     seen: dict[str, Any] = {"job": None, "events": []}
 
     async def recording_run(job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
-        seen["job"] = json.loads(json.dumps(job))
+        seen["job"] = {k: v for k, v in json.loads(json.dumps(job)).items() if k != "source"}  # the file's own text
         async for event in real_run(job, timeout=timeout, memory_mb=memory_mb):
             seen["events"].append(json.loads(json.dumps(event)))
             yield event

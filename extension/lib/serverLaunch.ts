@@ -49,6 +49,10 @@ export function serverLaunch(inputs: LaunchInputs): Launch {
   env['PYTHONPATH'] = [...libs, ...existing.filter((p) => !libs.includes(p))].join(sep);
   env['PYTHONUNBUFFERED'] = '1';
   env['PYTHONIOENCODING'] = 'utf-8';
+  // Never import from the working directory (Python 3.11+; older ones ignore it). The server takes
+  // both back out of its environment so that the worker and the user's own code do not inherit them.
+  env['PYTHONSAFEPATH'] = '1';
+  env['EXPORTLENS_SAFEPATH'] = '1';
   return {
     command: inputs.interpreter,
     args: [...SERVER_ARGS],

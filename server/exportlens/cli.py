@@ -8,11 +8,14 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from exportlens import __version__, project
 from exportlens.cli_progress import CliProgress
-from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.model import ERROR, WARNING, Diagnostic, Range, Report
+
+if TYPE_CHECKING:
+    from exportlens.engine import EngineSettings, FileResult
 
 LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
@@ -67,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument("--timeout", type=float, default=None, metavar="S",
                        help=f"seconds per file (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
-    check.add_argument("--jobs", type=int, default=2, metavar="N", help="files analysed at once (default 2)")
+    check.add_argument("--jobs", type=int, default=None, metavar="N",
+                       help="jobs run at once, each a process tree (default: one per core)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     check.add_argument("--compile-backend", default=None, choices=("eager", "aot_eager", "inductor"),
                        help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)")
@@ -89,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> EngineSettings:
     """Flags first, then `[tool.exportlens]`, then the defaults."""
+    from exportlens.engine import EngineSettings
+
     defaults = EngineSettings()
     from_pyproject = args.timeout is None and cfg.timeout is not None
     return EngineSettings(python=args.python or cfg.python,
                           timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
                           timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
-                          memory_mb=args.memory_mb, jobs=args.jobs,
+                          memory_mb=args.memory_mb, jobs=max(1, args.jobs) if args.jobs is not None else defaults.jobs,
                           compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend,
                           trace_dir=getattr(args, "trace_dir", None))
 
@@ -109,6 +115,8 @@ def config_errors(paths: list[str]) -> list[str]:
 
 
 async def _check(args: argparse.Namespace) -> tuple[Report, float]:
+    from exportlens.engine import Engine  # not needed by `serve`: it starts faster
+
     settings = engine_settings(args, project.load_config(project.find_root(args.paths[0])))
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
@@ -203,9 +211,13 @@ def _repository_root(path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        from exportlens.lsp.server import serve
+        from exportlens.lsp import handshake  # standard library only: answers `initialize` at once
 
-        serve()
+        first = handshake.read_message(sys.stdin.buffer)
+        early = handshake.answer_initialize(first, sys.stdout.buffer) if first else None
+        from exportlens.lsp.server import serve  # pygls and lsprotocol: most of a second
+
+        serve(first, early)
         return 0
     try:
         return run_check(args)

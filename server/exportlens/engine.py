@@ -22,7 +22,7 @@ from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Rep
 from exportlens.protocol import FindingEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source
 from exportlens.targets import FileTargets
-from exportlens.worker_client import WorkerClient, WorkerUnavailable
+from exportlens.worker_client import WorkerClient, WorkerUnavailable, default_jobs
 
 
 @dataclass
@@ -32,7 +32,7 @@ class EngineSettings:
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
     extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
     warmup: bool = True
-    jobs: int = 2  # files analysed at once by a folder check (each job is its own process)
+    jobs: int = field(default_factory=default_jobs)  # jobs at once (each is a process tree), queued FIFO
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
@@ -47,6 +47,7 @@ class FileResult:
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
     ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore` comments
     trace_files: list[str] = field(default_factory=list)  # torch's structured traces of this run
+    texts: dict[str, str] = field(default_factory=dict)  # file → the text its diagnostics were placed on
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ class SourceCache:
                     self._cache[path] = None
         return self._cache[path]
 
+    def texts(self) -> dict[str, str]:
+        return {path: src.text for path, src in self._cache.items() if src is not None}
+
 
 _ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-timeout"}
 
@@ -118,7 +122,7 @@ def _library_line(d: Diagnostic) -> tuple[str, int]:
 class Engine:
     def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None) -> None:
         self.settings = settings or EngineSettings()
-        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log)
+        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
 
     @property
     def torch_version(self) -> str:
@@ -137,8 +141,21 @@ class Engine:
         await self.worker.close()
 
     def plan(self, path: str, text: str | None = None) -> Plan:
-        """Static part of a check: read, syntax-check and find targets. Runs no user code."""
+        """Static part of a check: read, syntax-check and find targets. Runs no user code.
+
+        Never raises: a file that cannot be planned (nested too deeply for the compiler, too big...)
+        is its own diagnostic, and the rest of a folder is still checked.
+        """
         path = os.path.abspath(path)
+        try:
+            return self._plan(path, text)
+        except (Exception, RecursionError) as exc:
+            why = "it is nested too deeply for Python's compiler" if isinstance(exc, RecursionError) else \
+                "Python ran out of memory compiling it" if isinstance(exc, MemoryError) else "ExportLens failed to read it"
+            message = f"The file cannot be compiled: {why} ({type(exc).__name__}: {exc})".replace(" ()", "")
+            return Plan(path, _root_of(path), None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", message, "")])
+
+    def _plan(self, path: str, text: str | None) -> Plan:
         root = project.find_root(path)
         cfg = project.load_config(root)
         if text is None and path.endswith(notebook.SUFFIX):  # its code cells, as one script
@@ -162,7 +179,8 @@ class Engine:
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
         found = targets.discover(tree, path, factories)
-        return Plan(path, root, src, found, config_diagnostics(cfg) + deprecated.check(src))
+        notice = [Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.notice, "")] if cfg.notice else []
+        return Plan(path, root, src, found, config_diagnostics(cfg) + notice + deprecated.check(src))
 
     async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
                          on_target: Callable[[TargetResult], None] | None = None,
@@ -177,9 +195,12 @@ class Engine:
             return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target,
                                              save_op_profiles=save_op_profiles)
         result = FileResult(path)
-        plan = self.plan(path, text)
+        # off the event loop: parsing a 20,000-line file must not stall an editor's requests
+        plan = await asyncio.to_thread(self.plan, path, text)
         src, found, root = plan.source, plan.targets, plan.root
         result.diagnostics.extend(plan.diagnostics)
+        if src is not None:
+            result.texts[path] = src.text
         if found is None:
             return result
         if not found.targets:
@@ -190,6 +211,7 @@ class Engine:
         cache = SourceCache({path: src.text} if src is not None else None)  # read once: plan already did
         result.ran = True
         job = found.job(path, root)
+        job["source"] = src.text if src is not None else None  # run what was planned, not a later disk state
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
@@ -223,6 +245,16 @@ class Engine:
                         result.op_profiles.append({"target": tr.name, **saved})
                     if on_target:
                         on_target(tr)
+                elif event["event"] == "done" and event["status"] == "ok" and not seen:
+                    # the job finished yet no target reported: never a silent "0 problems in 0 targets"
+                    t = found.targets[0]
+                    names = ", ".join(x.name for x in found.targets[:3]) + (" …" if len(found.targets) > 3 else "")
+                    raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(t.line - 1, 0, t.line - 1, 0),
+                                          ERROR, "target-error",
+                                          f"No target of this file ran ({names}): the file finished without reaching "
+                                          "them (an early return or exit, a branch not taken, or `if __name__ == "
+                                          "\"__main__\"` around them when they are not script calls).", t.name))
+                    result.targets.append(TargetResult(t.name, path, t.line, t.kind, "error", time.perf_counter() - started))
                 elif event["event"] == "done" and event["status"] in ("crashed", "timeout"):
                     kept = 0
                     for name, ev in partial.items():  # what torch recorded before the deadline still counts
@@ -250,6 +282,9 @@ class Engine:
             _attach_traces(result, raw, run_dir)
         result.diagnostics.extend(_merge(raw))
         _suppress(result, cache, project.load_config(root))
+        for file in {d.file for d in result.diagnostics} | {path}:
+            cache(file)
+        result.texts = cache.texts()
         return result
 
     async def check_notebook(self, path: str, *, raw: str | None = None, explicit: bool = True,
@@ -308,12 +343,24 @@ class Engine:
         async def one(file: str, explicit: bool) -> FileResult:
             async with gate:
                 tell = functools.partial(on_phase, file) if on_phase else None
-                res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
+                try:
+                    res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
+                except Exception as exc:  # a bug of ours on one file must not lose the others' results
+                    res = FileResult(os.path.abspath(file), diagnostics=[Diagnostic(
+                        os.path.abspath(file), Range.of(0, 0, 0, 1), ERROR, "target-error",
+                        f"ExportLens failed on this file (an internal error, please report it): {type(exc).__name__}: {exc}", "")])
             if on_file:
                 on_file(res)
             return res
 
-        for res in await asyncio.gather(*(one(f, e) for f, e in files)):  # results keep the files' order
+        tasks = [asyncio.ensure_future(one(f, e)) for f, e in files]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:  # nothing of this check outlives it (no job may start after the engine is closed)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for res in results:  # results keep the files' order
             report.targets.extend(res.targets)
             report.diagnostics.extend(res.diagnostics)
             report.ignored.extend(res.ignored)
@@ -359,6 +406,13 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
         target["definition"] = event["definition"]
     if "compile_options" in event:
         target["compile_options"] = event["compile_options"]
+
+
+def _root_of(path: str) -> str:
+    try:
+        return project.find_root(path)
+    except Exception:
+        return os.path.dirname(path)
 
 
 _TRACE_RUNS = itertools.count(1)

@@ -38,6 +38,7 @@ class ProjectConfig:
     compile_backend: str | None = None
     exclude: list[str] = field(default_factory=list)  # globs skipped by folder walks
     errors: list[ConfigError] = field(default_factory=list)
+    notice: str | None = None  # not an invalid value, but something the user must hear (targets outside the project)
 
     @property
     def path(self) -> str:
@@ -83,7 +84,17 @@ def load_config(root: str) -> ProjectConfig:
         problem = _apply(cfg, key, value)
         if problem:
             cfg.errors.append(ConfigError(key, f"pyproject.toml: [tool.exportlens] {problem}", lines.get(key, 0)))
+    outside = [t for t in cfg.targets if not _inside(root, t.rpartition(":")[0])]
+    if outside:  # never ignored without a word: they would not be analysed, the user should know why
+        cfg.notice = (f"[tool.exportlens] target{'s' if len(outside) > 1 else ''} {', '.join(repr(t) for t in outside)} "
+                      f"{'are' if len(outside) > 1 else 'is'} outside the project folder {root}: ExportLens analyses "
+                      "only files inside it (move the factory into the project, or open the folder that holds it)")
     return cfg
+
+
+def _inside(root: str, file: str) -> bool:
+    path = os.path.normpath(os.path.join(root, file))
+    return path.startswith(os.path.join(os.path.normpath(root), ""))
 
 
 def _strings(value: object) -> list[str] | None:

@@ -40,6 +40,7 @@ class JobSpec(TypedDict):
     compile_backend: NotRequired[str]  # eager | aot_eager | inductor
     save_op_profiles: NotRequired[bool]  # write draft export's op profiles next to the file
     trace_dir: NotRequired[str]  # keep draft export's structured trace (TORCH_DTRACE, for tlparse) in this folder
+    source: NotRequired[str | None]  # the text the server planned: the job runs it, not the disk (None: read the file)
 
 
 class RunRequest(TypedDict):
@@ -47,7 +48,7 @@ class RunRequest(TypedDict):
     id: str
     job: JobSpec
     timeout: float  # seconds before the job is killed (DoneEvent status "timeout")
-    memory_mb: int  # address space the job may add; 0 = unlimited
+    memory_mb: int  # memory the job's whole process tree may add; 0 = unlimited
     jobdir: NotRequired[str]  # added by the zygote when it hands the request to a spare child
 
 

@@ -1,16 +1,24 @@
 """The server's side of the worker: start the zygote, send jobs, stream their events back.
 
 It never imports torch. If the zygote dies it is started again on the next job; jobs that were
-running when it died end with a `crashed` event instead of hanging.
+running when it died end with a `crashed` event instead of hanging. The parent owns every
+deadline: a job whose `done` does not come in time ends here too (and the zygote, which should
+have ended it, is replaced). At most `max_jobs` jobs run at once; the others wait their turn in
+the order they were asked for. Everything the worker ever started carries an environment mark,
+so nothing of it outlives the zygote.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import os
+import shutil
+import signal
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -19,20 +27,82 @@ from exportlens.protocol import DoneEvent, JobEvent, JobSpec, Request, RunReques
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 READY_TIMEOUT = 180.0
 RETRY_START_AFTER = 30.0  # a zygote that failed to start is not started again for every file of a check
+DEADLINE_GRACE = 15.0  # seconds past a job's own time limit before the client stops waiting for the zygote
+WORKER_MARK = "EXPORTLENS_WORKER"  # same name as worker/proctree.py's: every process of one worker has it
 
 
 class WorkerUnavailable(Exception):
     """The zygote could not start (no torch in that interpreter, a broken interpreter...)."""
 
 
+def default_jobs() -> int:
+    """Jobs at once the machine can take: one per core (each job is a process using one or more)."""
+    return max(1, os.cpu_count() or 1)
+
+
+class _FairSlots:
+    """A FIFO semaphore: waiters are served strictly in the order they came (files saved first run first)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self.used = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self) -> None:
+        if self.used < self.size and not self._waiters:
+            self.used += 1
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # the slot was handed over just as we left
+                self.release()
+            else:
+                self._waiters.remove(fut)
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)  # the slot passes straight on: `used` stays
+                return
+        self.used -= 1
+
+
+def sweep(mark: str) -> int:
+    """Kill every process that carries the worker's mark (what is left once the zygote is gone)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    needle = f"{WORKER_MARK}={mark}".encode()
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if needle not in fh.read().split(b"\0"):
+                    continue
+            os.kill(int(entry), signal.SIGKILL)
+            killed += 1
+        except OSError:
+            continue
+    return killed
+
+
 class WorkerClient:
     def __init__(self, python: str | None = None, *, warmup: bool = True,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, max_jobs: int | None = None) -> None:
         self.python = python or sys.executable
         self.warmup = warmup
         self.log = log or (lambda line: None)
         self.info: dict[str, Any] = {}
+        self.slots = _FairSlots(max_jobs or default_jobs())
+        self.closed = False
         self._proc: asyncio.subprocess.Process | None = None
+        self._mark = ""
         self._queues: dict[str, asyncio.Queue[JobEvent]] = {}
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._start_lock = asyncio.Lock()
@@ -49,6 +119,8 @@ class WorkerClient:
     async def start(self) -> dict[str, Any]:
         """Start the zygote if needed; return its `ready` event (torch version, timings)."""
         async with self._start_lock:
+            if self.closed:
+                raise WorkerUnavailable("the worker was shut down")
             if self.running and self._ready is not None and self._ready.done() and not self._ready.exception():
                 return self._ready.result()
             loop = asyncio.get_running_loop()
@@ -57,7 +129,8 @@ class WorkerClient:
             try:
                 info = await self._start()
             except WorkerUnavailable as exc:
-                self._failed = (loop.time(), exc)
+                if not self.closed:
+                    self._failed = (loop.time(), exc)
                 raise
             self._failed = None
             return info
@@ -66,23 +139,41 @@ class WorkerClient:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        self._mark = env[WORKER_MARK] = uuid.uuid4().hex
         args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+        # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
+        # user's workspace (a `selectors.py` there must not run); our own folder is safe.
+        # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
+        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
+            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
+            cwd=PACKAGE_PARENT, start_new_session=True,
+        ))
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-            )
+            # Never cancel the creation itself: asyncio (3.11) then waits forever for pipes that
+            # never connect. Let it finish (milliseconds), then stop what it started.
+            self._proc = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            proc = await _settled(creating)
+            if proc is not None:
+                _kill_session(proc.pid)
+                await proc.wait()
+                sweep(self._mark)
+            raise
         except OSError as exc:
             raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+        if self.closed:  # closed while it was being created
+            await self._forget()
+            raise WorkerUnavailable("the worker was shut down")
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._stderr_tail = []
-        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready)),
+        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)),
                        loop.create_task(self._read_stderr(self._proc))]
         try:
             self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
         except TimeoutError as exc:
-            await self.close()
+            await self._forget()
             raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
         except WorkerUnavailable:
             await self._forget()
@@ -96,7 +187,7 @@ class WorkerClient:
             self._stderr_tail = (self._stderr_tail + [line])[-40:]
             self.log(line)
 
-    async def _read_events(self, proc: asyncio.subprocess.Process, ready: asyncio.Future[dict[str, Any]]) -> None:
+    async def _read_events(self, proc: asyncio.subprocess.Process, ready: asyncio.Future[dict[str, Any]], mark: str) -> None:
         assert proc.stdout is not None
         async for raw in proc.stdout:
             try:
@@ -110,6 +201,9 @@ class WorkerClient:
             elif (queue := self._queues.get(str(event.get("id")))) is not None:
                 queue.put_nowait(event)
         code = await proc.wait()
+        sweep(mark)  # its jobs died with it (parent-death signal); what they forked goes now
+        if ready.done() and not ready.cancelled() and ready.exception() is None:
+            remove_workdir(ready.result())
         await asyncio.sleep(0)  # let the stderr reader catch up
         if not ready.done():
             ready.set_exception(WorkerUnavailable(self._startup_failure(code)))
@@ -134,13 +228,22 @@ class WorkerClient:
     async def run(self, job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         """Run one job; yield its `started`, `target` … events, ending with `done`.
 
-        Cancelling the consumer kills the job's process.
+        Waits for a free slot first (FIFO). Cancelling the consumer kills the job's process tree.
         """
+        await self.slots.acquire()
+        try:
+            async for event in self._run(job, timeout, memory_mb):
+                yield event
+        finally:
+            self.slots.release()
+
+    async def _run(self, job: JobSpec, timeout: float, memory_mb: int) -> AsyncIterator[JobEvent]:
         job_id = str(next(self._ids))
         queue: asyncio.Queue[JobEvent] = asyncio.Queue()
         self._queues[job_id] = queue
         finished = False
         message: RunRequest = {"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb}
+        loop = asyncio.get_running_loop()
         try:
             for attempt in (1, 2):  # a zygote found dead before the job started is restarted once
                 await self.start()
@@ -151,9 +254,21 @@ class WorkerClient:
                 except (ConnectionError, BrokenPipeError):
                     await self._forget()
                     continue
+                deadline = loop.time() + timeout + DEADLINE_GRACE
                 started = False
                 while True:
-                    event = await queue.get()
+                    try:
+                        event = await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time()))
+                    except TimeoutError:
+                        # The zygote should have stopped this job long ago: it is stuck. Replace it.
+                        self.log(f"job {job_id}: no answer from the worker {DEADLINE_GRACE:.0f} s after its time limit; "
+                                 "restarting the worker")
+                        await self._forget()
+                        finished = True
+                        yield {"event": "done", "id": job_id, "status": "timeout", "stderr": "",
+                               "detail": "the job ran past its time limit and the worker did not stop it; "
+                                         "the worker was restarted"}
+                        return
                     if event.get("worker_died") and not started and attempt == 1:
                         await self._forget()
                         break
@@ -172,13 +287,20 @@ class WorkerClient:
                     pass
 
     async def _forget(self) -> None:
-        """Drop a dead zygote so that the next start() makes a new one."""
+        """Drop a dead or stuck zygote (and everything it started) so that the next start() makes a new one."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
-            proc.kill()
+            _kill_session(proc.pid)
             await proc.wait()
+        if self._mark:
+            sweep(self._mark)
 
     async def close(self) -> None:
+        """Stop the worker and everything it started; no new one is started afterwards."""
+        self.closed = True
+        if self._ready is not None and not self._ready.done():  # a start() waiting for it ends now
+            self._ready.set_exception(WorkerUnavailable("the worker was shut down while it was starting"))
+            self._ready.exception()  # retrieved: no "never retrieved" warning when nobody waits
         proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
             try:
@@ -186,8 +308,41 @@ class WorkerClient:
                     proc.stdin.close()
                 await asyncio.wait_for(proc.wait(), 2.0)
             except (TimeoutError, ConnectionError):
-                proc.kill()
+                _kill_session(proc.pid)
                 await proc.wait()
+        if self._mark:
+            sweep(self._mark)
         for task in self._tasks:
             task.cancel()
         self._tasks = []
+
+
+async def _settled(creating: asyncio.Future[asyncio.subprocess.Process]) -> asyncio.subprocess.Process | None:
+    """The process a creation made, waiting for it even while our task is being cancelled."""
+    while not creating.done():
+        try:
+            await asyncio.wait([creating])
+        except asyncio.CancelledError:
+            continue
+    return None if creating.cancelled() or creating.exception() is not None else creating.result()
+
+
+def remove_workdir(info: dict[str, Any]) -> None:
+    """The worker's private temporary folder, if it could not remove it itself (it was killed)."""
+    path = info.get("tmpdir")
+    if isinstance(path, str) and os.path.basename(path).startswith("exportlens-worker-") and os.path.isdir(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _kill_session(pid: int) -> None:
+    """The zygote leads its own session and process group: kill the group (jobs have their own
+    sessions and die with the zygote by their parent-death signal)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        return
+    except OSError:
+        pass
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass

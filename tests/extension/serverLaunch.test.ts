@@ -30,6 +30,12 @@ describe('serverLaunch', () => {
     assert.equal(l.cwd, bundled);
   });
 
+  it('never imports from the working directory (PYTHONSAFEPATH, taken back by the server)', () => {
+    const l = serverLaunch({ interpreter: 'python3', extensionRoot: root, exists: (p) => p === bundled, env: {}, platform: 'linux' });
+    assert.equal(l.env['PYTHONSAFEPATH'], '1');
+    assert.equal(l.env['EXPORTLENS_SAFEPATH'], '1');
+  });
+
   it('uses server/ from a source checkout when nothing is bundled', () => {
     assert.deepEqual(libraryFolders(root, (p) => p === source), [source]);
     const l = serverLaunch({ interpreter: 'python3', extensionRoot: root, exists: (p) => p === source, env: {}, platform: 'linux' });

@@ -18,7 +18,7 @@ vim.cmd("edit " .. vim.fn.fnameescape(file))
 local buf = vim.api.nvim_get_current_buf()
 local client_id = vim.lsp.start({
   name = "exportlens",
-  cmd = { python, "-m", "exportlens", "serve" },
+  cmd = { python, "-P", "-m", "exportlens", "serve" },
   root_dir = root,
   init_options = { trusted = true, settings = { run = "onSave" } },
 }, { bufnr = buf })

@@ -70,12 +70,12 @@ async def test_each_library_problem_on_the_boundary_with_the_library_line(client
     assert "**From your code into the library minilib**" in text
     # all three problems on that range, each with its own chain of frames
     assert text.count("**From your code into the library minilib**") == 3
-    assert ("1. your code `detect.py:13`\n2. `TinyDetector.forward` `detector.py:17`: `if boxes.shape[0] == 0:`\n"
+    assert ("1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:17`: `if boxes.shape[0] == 0:`\n"
             in text)
-    assert ("1. your code `detect.py:13`\n2. `TinyDetector.forward` `detector.py:20`: "
+    assert ("1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:20`: "
             "`kept = limit_detections(boxes, scores, self.max_keep)`\n"
             "3. `limit_detections` `postprocess.py:8`: `if num_kept > max_keep:`\n") in text
-    assert "1. your code `detect.py:13`\n2. `TinyDetector.forward` `detector.py:16`: `boxes = decode_boxes(images)`\n" in text
+    assert "1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:16`: `boxes = decode_boxes(images)`\n" in text
     assert "- guard in the library minilib: `num_kept > 2`" in text  # the library's guard, not the user's
     assert "guard in your code" not in text
 

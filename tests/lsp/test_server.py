@@ -203,17 +203,61 @@ async def test_rapid_saves_publish_only_the_last_result(client: LanguageClient, 
     text = client.docs[uri][1]
     since = time.monotonic()
     tokens_before = set(client.progress_reports)
-    for i in range(3):
+    for i in range(3):  # back to back, as an editor's auto-save does: no run can finish in between
         change_doc(client, uri, text + f"# save {i}\n")
         save_doc(client, uri)
-        await asyncio.sleep(0.05)
-    pub = await next_publish(client, uri, since)
-    await asyncio.sleep(2.0)  # a stale run would publish within this time
+
+    def ended() -> list[str]:
+        return [r[-1].message for t, r in client.progress_reports.items() if t not in tokens_before and r
+                and isinstance(r[-1], types.WorkDoneProgressEnd)]
+
+    # every run that began has ended (the last with its result): nothing is left to publish late
+    await wait_for(lambda: "1 problem" in ended(), WAIT, "the last run's end")
+    await wait_for(lambda: len(ended()) == len([t for t in client.progress_reports if t not in tokens_before]), 30,
+                   "every run's end")
     pubs = publishes_for(client, uri, since)
     assert len(pubs) == 1 and pubs[0].version == 4
-    assert spans(pub.diagnostics) == [(8, 11, 8, 26, "guard-added")]
-    ends = [r[-1].message for t, r in client.progress_reports.items() if t not in tokens_before and r]
-    assert sorted(ends) == ["1 problem", "superseded by a newer run", "superseded by a newer run"]
+    assert spans(pubs[0].diagnostics) == [(8, 11, 8, 26, "guard-added")]
+    assert sorted(ended()) == ["1 problem"] + ["superseded by a newer run"] * (len(ended()) - 1)
+
+
+async def test_a_save_while_the_disk_is_half_written_analyses_the_editors_text(client: LanguageClient, ws: Path) -> None:
+    """An in-place save truncates the file before it writes it: the run must not see that moment."""
+    path = ws / "half_written" / "model.py"
+    path.parent.mkdir()
+    path.write_text((ws / "data_dependent" / "item_branch.py").read_text())
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    await next_publish(client, uri, since)
+    full = client.docs[uri][1]
+    version = change_doc(client, uri, "# saved while the disk is half written\n" + full)
+    since = time.monotonic()
+    path.write_text("")  # the editor's write has truncated the file and not written it yet
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    pub = await next_publish(client, uri, since)
+    path.write_text(client.docs[uri][1])
+    assert pub.version == version
+    assert spans(pub.diagnostics) == [(9, 11, 9, 16, "data-dependent-guard")]  # one line lower: the buffer's text
+
+
+@pytest.mark.parametrize(("name", "data", "words"), [
+    ("latin.py", b"import torch\n# caf\xe9\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n", "not valid utf-8"),
+    ("binary.py", b"\x00\x01\x02\x7fELF\x00import torch\n", "null bytes"),
+])
+async def test_a_file_python_cannot_read_gets_a_diagnostic(client: LanguageClient, ws: Path, name: str, data: bytes,
+                                                           words: str) -> None:
+    path = ws / "unreadable" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    since = time.monotonic()
+    uri = path.as_uri()
+    text = data.decode("latin-1")  # what an editor shows for bytes that are not UTF-8
+    client.docs[uri] = [1, text]
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    pub = await next_publish(client, uri, since)
+    (d,) = pub.diagnostics
+    assert d.code == "syntax-error" and words in d.message
 
 
 async def test_cancel_from_the_progress_ui_kills_the_run(client: LanguageClient, ws: Path) -> None:

@@ -45,3 +45,42 @@ def test_settings_parse_and_fall_back() -> None:
     assert Settings.parse({"compileBackend": "inductor"}).compile_backend == "inductor"
     assert Settings.parse({"compileBackend": "tensorrt"}, s).compile_backend == "eager"
     assert Settings.parse({"interpreter": "  "}).interpreter is None
+
+
+class _Doc:
+    def __init__(self, source: str, version: int) -> None:
+        self.source, self.version = source, version
+
+
+class _Host:
+    """Just enough of the server for Runs to read the editor's text."""
+
+    def __init__(self, path: str, text: str, version: int) -> None:
+        self.uri = f"file://{path}"
+        self.open_docs = {path: self.uri}
+        self.workspace = type("W", (), {"text_documents": {self.uri: _Doc(text, version)}})()
+
+
+def test_line_maps_are_keyed_by_the_texts_not_the_version() -> None:
+    """Two runs at the same editor version (a half-written file, then the real one) must not share a map."""
+    from exportlens.lsp.runs import OwnerResult, Runs
+    from exportlens.model import ERROR, Diagnostic
+
+    path = "/ws/m.py"
+    runs = Runs(_Host(path, TEXT, 3))  # type: ignore[arg-type]
+    diag = Diagnostic(path, Range.of(5, 11, 5, 16), ERROR, "data-dependent-guard", "n > 2", "m")
+    runs.results[path] = OwnerResult(path, [diag], [], {path: ""}, 0.0)  # analysed an empty file
+    assert runs.diagnostics_in(path) == []  # nothing of it can be placed on the editor's text
+    runs.results[path] = OwnerResult(path, [diag], [], {path: TEXT}, 0.0)  # the same version, the real text
+    assert [d.range for d, _, _ in runs.diagnostics_in(path)] == [Range.of(5, 11, 5, 16)]
+
+
+def test_a_long_file_maps_in_linear_time() -> None:
+    import time
+
+    old = "".join("x = 1\n\n" if i % 2 else f"v{i} = {i}\n" for i in range(20_000))
+    new = "# one line added at the top\n" + old
+    started = time.perf_counter()
+    lm = line_map(old, new)
+    assert lm.range(Range.of(19_000, 0, 19_000, 4)) == Range.of(19_001, 0, 19_001, 4)
+    assert time.perf_counter() - started < 2.0  # difflib over all of it took seconds

@@ -65,10 +65,14 @@ class Boundary:
         """The library line where the problem happened (None: it happened in the project)."""
         return self.library[-1] if self.library else None
 
-    def chain(self) -> list[dict[str, Any]]:
-        """Every frame from the project's call to the library line, for the hover and `data`."""
-        return ([{"file": self.frame.file, "line": self.frame.line, "function": self.frame.name, "project": True}]
-                + [{**lib.to_json(), "project": False} for lib in self.library])
+    def chain(self, src: Source | None = None) -> list[dict[str, Any]]:
+        """Every frame from the project's call to the library line, for the hover and `data`;
+        `src` (the project frame's file) gives that line's text, as library frames carry theirs."""
+        mine: dict[str, Any] = {"file": self.frame.file, "line": self.frame.line, "function": self.frame.name, "project": True}
+        text = src.line(self.frame.line).strip() if src is not None else ""
+        if text:
+            mine["source"] = text
+        return [mine] + [{**lib.to_json(), "project": False} for lib in self.library]
 
 
 def is_torch(path: str) -> bool:

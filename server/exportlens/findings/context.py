@@ -114,7 +114,7 @@ def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Relat
         entry = b.library[0]
         related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))
     related += outer_related(ctx, b.outer, "called", b.frame)
-    data: LibraryFacts = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+    data: LibraryFacts = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(ctx.source(b.frame.file)),
                           "boundary": {"file": b.frame.file, "line": b.frame.line}, "stack_source": b.source,
                           "user_line": b.frame.line}
     return rng, related, data

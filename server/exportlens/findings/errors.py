@@ -44,7 +44,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
     lib = b.inside if b is not None and frames and frames[-1] == b.frame else None
     inside = f"inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): " if lib is not None else ""
     if kind.endswith("SystemExit"):
-        text = f"{target_error or 'The script exited'}."
+        text = f"{target_error[0].upper() + target_error[1:] if target_error else 'The script exited'}."
     elif target_error:
         text = f"{target_error[0].upper() + target_error[1:]}: {inside}{kind}: {message}"
     else:
@@ -58,7 +58,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
         if lib is not None:
             assert b is not None
             related.insert(0, boundary.library_related(ctx.source(lib.file), lib, "it was raised here"))
-            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(),
+            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(ctx.source(b.frame.file)),
                          "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1])})
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)

@@ -28,8 +28,10 @@ from __future__ import annotations
 from .apply import EditError, apply_edits, apply_fix, unified_diff
 from .check_insert import (
     branch_condition,
+    chained_conditions,
     guard_check_fixes,
     insert_check,
+    insert_checks,
     insert_item_check,
     negate,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "apply_edits",
     "apply_fix",
     "branch_condition",
+    "chained_conditions",
     "capture_scalar_outputs_fix",
     "compiler_disable_fix",
     "drop_dynamic_false_fix",
@@ -53,6 +56,7 @@ __all__ = [
     "dynamic_shapes_fixes",
     "guard_check_fixes",
     "insert_check",
+    "insert_checks",
     "insert_item_check",
     "mismatch_fix",
     "negate",

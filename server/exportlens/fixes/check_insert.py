@@ -9,6 +9,8 @@ a check on a Python number (``a = x.item(); torch._check(a > 2)``) makes plain e
 from __future__ import annotations
 
 import ast
+import keyword
+import re
 
 from exportlens.model import Fix
 
@@ -123,15 +125,103 @@ def insert_check(
     text: str, file: str, line: int, condition: str, *, preferred: bool = True, title: str | None = None
 ) -> Fix | Refusal:
     """A fix inserting ``torch._check(condition)`` above the statement holding ``line``."""
-    cond = _normalise_condition(condition)
-    if isinstance(cond, Refusal):
-        return cond
+    return insert_checks(text, file, line, [condition], preferred=preferred, title=title)
+
+
+def insert_checks(
+    text: str, file: str, line: int, conditions: list[str], *, preferred: bool = True, title: str | None = None
+) -> Fix | Refusal:
+    """A fix inserting one ``torch._check(c)`` per condition above the statement holding ``line``.
+
+    A condition on a name the statement itself binds with ``:=`` cannot be checked above it (the
+    name does not exist yet): when the walrus is what the ``if``/``assert`` test evaluates first, it
+    becomes an assignment above the check (``n = x.item()``, check, ``if n > 2:``), else the fix is
+    refused.
+    """
+    conds: list[str] = []
+    for condition in conditions:
+        cond = _normalise_condition(condition)
+        if isinstance(cond, Refusal):
+            return cond
+        conds.append(cond)
     located = locate_statement(text, line)
     if isinstance(located, Refusal):
         return located
     tree, node, _ = located
-    new, binding = _check_text(text, tree, node, cond)
-    return make_fix(file, text, new, title or f"Add `{binding}._check({cond})`", preferred)
+    used = {n.id for c in conds for n in ast.walk(ast.parse(c, mode="eval")) if isinstance(n, ast.Name)}
+    walrus = [w for w in _walruses(node) if isinstance(w.target, ast.Name) and w.target.id in used]
+    if walrus:
+        return _bind_walrus_first(text, file, tree, node, walrus, conds, preferred, title)
+    binding = torch_binding(tree) or "torch"
+    new, _ = _check_text(text, tree, node, conds[-1], [f"{binding}._check({c})" for c in conds[:-1]])
+    shown = " and ".join(f"`{binding}._check({c})`" for c in conds)
+    return make_fix(file, text, new, title or f"Add {shown}", preferred)
+
+
+def _walruses(node: ast.stmt) -> list[ast.NamedExpr]:
+    """The `:=` in the statement's own header (not in the bodies of a compound statement)."""
+    header = [getattr(node, "test", None)] if any(getattr(node, f, None) for f in _BODY_FIELDS) else [node]
+    return [w for part in header if part is not None for w in ast.walk(part) if isinstance(w, ast.NamedExpr)]
+
+
+def _evaluated_first(test: ast.expr) -> ast.expr:
+    """The operand Python evaluates before anything else in ``test``."""
+    while True:
+        if isinstance(test, ast.Compare):
+            test = test.left
+        elif isinstance(test, ast.BoolOp):
+            test = test.values[0]
+        elif isinstance(test, ast.BinOp):
+            test = test.left
+        elif isinstance(test, ast.UnaryOp):
+            test = test.operand
+        else:
+            return test
+
+
+def _bind_walrus_first(text: str, file: str, tree: ast.Module, node: ast.stmt, walrus: list[ast.NamedExpr],
+                       conds: list[str], preferred: bool, title: str | None) -> Fix | Refusal:
+    """``if (n := x.item()) > 2:`` → ``n = x.item()`` / ``torch._check(n > 2)`` / ``if n > 2:``."""
+    name = walrus[0].target.id
+    test = getattr(node, "test", None)
+    refusal = Refusal(
+        f"the condition uses `{name}`, which this statement binds with `:=`: a check above it would run "
+        f"before `{name}` exists; assign `{name}` on its own line first")
+    if len(walrus) != 1 or not isinstance(node, (ast.If, ast.Assert)) or test is None or _evaluated_first(test) is not walrus[0]:
+        return refusal
+    w = walrus[0]
+    if w.lineno != w.end_lineno:
+        return refusal
+    lines = split_lines(text)
+    idx = w.lineno - 1
+    body = line_body(lines[idx])
+    a = byte_col_to_index(body, w.col_offset)
+    b = byte_col_to_index(body, w.end_col_offset or 0)
+    left, right = body[:a].rstrip(), body[b:].lstrip()
+    if not (left.endswith("(") and right.startswith(")")):
+        return refusal
+    before = left[:-1].rstrip()
+    word = re.search(r"[\w.]*$", before)
+    called = bool(before) and (before[-1] in ")]}'\"" or bool(word and word.group() and not keyword.iskeyword(word.group())))
+    if called:  # those parentheses are a call's (or a subscript's), not the walrus's own
+        return refusal
+    value = segment(lines, w.value)
+    new_lines = list(lines)
+    open_paren = len(left) - 1
+    close_paren = b + (len(body[b:]) - len(right))
+    new_lines[idx] = body[:open_paren] + name + body[close_paren + 1 :] + lines[idx][len(body) :]
+    rebound = "".join(new_lines)
+    retree = ast.parse(rebound)
+    renode = innermost_statement(retree, node.lineno)
+    if renode is None:
+        return refusal
+    binding = torch_binding(retree) or "torch"
+    checks = [f"{name} = {value}"] + [f"{binding}._check({c})" for c in conds[:-1]]
+    new, _ = _check_text(rebound, retree, renode[0], conds[-1], checks)
+    shown = " and ".join(f"`{binding}._check({c})`" for c in conds)
+    bind = f"Bind `{name} = {value}` on its own line"
+    return make_fix(file, text, new, f"{bind}, then {title[0].lower() + title[1:]}" if title else f"{bind} and add {shown}",
+                    preferred)
 
 
 def branch_condition(text: str, line: int) -> str | None:
@@ -145,6 +235,31 @@ def branch_condition(text: str, line: int) -> str | None:
         return None
     src = segment(split_lines(text), test)
     return src if "\n" not in src and "\r" not in src else ast.unparse(test)
+
+
+def chained_conditions(text: str, line: int, condition: str) -> list[str]:
+    """When the ``if`` at ``line`` tests ``a and b and …`` and torch could not decide ``condition``
+    (one of the parts), the parts from it on: for the ``if`` to be taken each must hold, and torch
+    reports only the first it meets (the next ones count as its "occurrences"). ``[condition]``
+    otherwise. Every part must be a comparison, or only ``condition`` is returned."""
+    located = locate_statement(text, line)
+    if isinstance(located, Refusal) or not isinstance(located[1], ast.If):
+        return [condition]
+    test = located[1].test
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return [condition]
+    try:
+        wanted = ast.unparse(ast.parse(condition.strip(), mode="eval").body)
+    except SyntaxError:
+        return [condition]
+    parts = [ast.unparse(v) for v in test.values]
+    if wanted not in parts:
+        return [condition]
+    rest = test.values[parts.index(wanted):]
+    if not all(isinstance(v, ast.Compare) for v in rest):
+        return [condition]
+    lines = split_lines(text)
+    return [src if "\n" not in (src := segment(lines, v)) and "\r" not in src else ast.unparse(v) for v in rest]
 
 
 def negate(condition: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from exportlens import deprecated, project, suppress
 from exportlens import fixes as gen
 from exportlens.fixes import compile_fixes
-from exportlens.model import Diagnostic, Fix, TextEdit
+from exportlens.model import ERROR, WARNING, Diagnostic, Fix, TextEdit
 from exportlens.source import SourceError, read_source, write_source
 
 Reader = Callable[[str], str | None]
@@ -30,10 +30,21 @@ def read_disk(path: str) -> str | None:
         return None
 
 
+_refusals: list[str] = []  # why the generators said no during the current fixes_for() call
+
+
 def _ok(result: Fix | list[Fix] | gen.Refusal) -> list[Fix]:
     if isinstance(result, gen.Refusal):
+        _refusals.append(result.reason)
         return []
     return result if isinstance(result, list) else [result]
+
+
+def refusals_for(d: Diagnostic, read: Reader = read_disk) -> tuple[list[Fix], list[str]]:
+    """The fixes of one diagnostic and, when there is none, why each generator refused."""
+    _refusals.clear()
+    found = fixes_for(d, read)
+    return found, list(dict.fromkeys(_refusals))
 
 
 def _tensor_names(data: dict[str, Any]) -> list[str] | None:
@@ -70,8 +81,12 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
                                    title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)"))
         return out + _ok(gen.insert_check(text, d.file, line, taken, preferred=False,
                                           title=f"Add `torch._check({taken})` (settles only this first question)"))
-    out = _ok(gen.insert_check(text, d.file, line, taken, preferred=True,
-                               title=f"Add `torch._check({taken})` (assume the branch the example took)"))
+    # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
+    # occurrence); the `if` is only decided once every part is checked
+    chain = gen.chained_conditions(text, line, expr) if is_if and data["result"] == "True" else [taken]
+    shown = " and ".join(f"`torch._check({c})`" for c in chain)
+    out = _ok(gen.insert_checks(text, d.file, line, chain, preferred=True,
+                                title=f"Add {shown} (assume the branch the example took)"))
     out += _ok(gen.insert_check(text, d.file, line, other, preferred=False,
                                 title=f"Add `torch._check({other})` (assume the other branch)"))
     if is_if:
@@ -277,8 +292,13 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
     chosen: list[Fix] = []
     seen: set[tuple[Any, ...]] = set()
     for d in sorted(diags, key=lambda d: (d.file, d.range.start)):
-        preferred = [f for f in fixes_for(d, read) if f.is_preferred]
+        found, refused = refusals_for(d, read)
+        preferred = [f for f in found if f.is_preferred]
         if not preferred:
+            if d.severity in (ERROR, WARNING):  # a problem left as it was is said, with the reason
+                why = "; ".join(refused) or ("the only fixes are alternatives to choose in the editor" if found
+                                             else f"ExportLens has no automatic fix for [{d.code}]")
+                out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: [{d.code}] {why}")
             continue
         fix = preferred[0]
         key = tuple((e.file, e.range, e.new_text) for e in fix.edits)

@@ -27,6 +27,7 @@ from exportlens.lsp.settings import Settings
 from exportlens.lsp.textmap import LineMap, line_map
 from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
 from exportlens.source import SourceError, read_source
+from exportlens.targets import FileTargets
 
 
 @dataclass
@@ -38,6 +39,7 @@ class OwnerResult:
     targets: list[TargetResult]
     texts: dict[str, str | None]  # file → the text the diagnostics were placed against
     seconds: float
+    version: int | None = None  # the editor's version of the owner that was analysed (None: a disk snapshot)
     finished: float = field(default_factory=time.time)
 
     def files(self) -> set[str]:
@@ -71,6 +73,19 @@ def _disk_text(path: str) -> str | None:
         return None
 
 
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def _config_stamp(path: str) -> float:
+    """When the project's pyproject.toml last changed (targets may be declared there)."""
+    try:
+        return os.stat(os.path.join(project.find_root(path), "pyproject.toml")).st_mtime
+    except OSError:
+        return 0.0
+
+
 def count_problems(diags: list[Diagnostic]) -> int:
     return sum(1 for d in diags if d.severity in (ERROR, WARNING))
 
@@ -84,7 +99,8 @@ class Runs:
         self.tasks: dict[str, asyncio.Task[FileResult | None]] = {}
         self.generation: dict[str, int] = {}
         self.published: set[str] = set()  # files that currently show diagnostics
-        self._maps: dict[tuple[str, str, int], LineMap] = {}
+        self._maps: dict[tuple[str, str], LineMap] = {}  # (analysed text's hash, current text's hash)
+        self._plans: dict[tuple[Any, ...], tuple[FileTargets | None, bool]] = {}  # (path, text hash, …) → plan
         self._closing: list[asyncio.Task[None]] = []
 
     # -- engine -------------------------------------------------------------------------------
@@ -109,6 +125,8 @@ class Runs:
         self._engine.settings.trace_dir = TRACE_CACHE  # draft export writes its trace anyway: keep it where hover links it
         changed = s.compile_backend != default.compile_backend
         self._engine.settings.compile_backend = s.compile_backend if changed else (cfg.compile_backend or default.compile_backend)
+        if s.jobs is not None:
+            self._engine.settings.jobs = self._engine.worker.slots.size = s.jobs
         return self._engine
 
     def project_config(self) -> project.ProjectConfig:
@@ -125,8 +143,10 @@ class Runs:
             info = await self.engine().start()
             self.ls.log(f"worker ready: torch {info.get('torch', '?')}")
             self.ls.tell_unsupported(info.get("unsupported"))
+            self.ls.tell_unsupported(info.get("unsupported"))
         except Exception as exc:  # reported as a diagnostic when a run needs it
-            self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
+            if self._engine is not None and not self._engine.worker.closed:  # not just replaced by a newer one
+                self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
 
     async def close(self) -> None:
         for task in list(self.tasks.values()):
@@ -140,16 +160,39 @@ class Runs:
 
     def target_names(self, path: str, text: str | None = None) -> list[str]:
         """Targets of a file, statically (no user code runs)."""
+        found = self.plan(path, text)[0]
+        return [t.name for t in found.targets] if found is not None else []
+
+    def worth_running(self, path: str, text: str | None = None) -> bool:
+        """A file with targets, or one Python could not compile (binary, undecodable, a syntax error,
+        nested too deeply): running that one costs no worker job and publishes why."""
+        found, unreadable = self.plan(path, text)
+        return bool(found is not None and found.targets) or unreadable
+
+    def plan(self, path: str, text: str | None = None) -> tuple[FileTargets | None, bool]:
+        """(targets, unreadable) of a file, cached by its text's hash (and the settings that name
+        targets): a 20,000-line file is parsed once per version, not once per CodeLens request."""
+        if text is None:
+            text, _ = self.current_text(path)
+        key = (path, text_hash(text), tuple(self.ls.settings.targets), _config_stamp(path)) if text is not None else None
+        if key is not None and key in self._plans:
+            return self._plans[key]
         try:
-            return self.engine().plan(path, text).target_names
+            found = self.engine().plan(path, text).targets
         except Exception as exc:
             self.ls.log(f"cannot plan {path}: {exc}", types.MessageType.Warning)
-            return []
+            return None, False
+        answer = (found, found is None and os.path.exists(path))  # found is None: Python could not compile it
+        if key is not None:
+            if len(self._plans) > 256:
+                self._plans.clear()
+            self._plans[key] = answer
+        return answer
 
     def owners_for_save(self, path: str) -> list[str]:
         """Files to run when `path` is saved: itself if it has targets, and every owner whose
         last result placed something in it (a helper module)."""
-        owners = [path] if self.target_names(path) or path in self.results else []
+        owners = [path] if self.worth_running(path) or path in self.results else []
         owners += [o for o, r in self.results.items() if o != path and path in r.files()]
         return owners
 
@@ -187,13 +230,21 @@ class Runs:
 
     async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None) -> FileResult | None:
         engine = self.engine()
+        # The text the editor has now (didSave comes after the buffer is final), not the disk, which
+        # the editor may be rewriting in place; a file that is not open is read once, by the plan.
+        text, version = self.snapshot(path)
+        if text is None and not os.path.exists(path):
+            self.ls.log(f"{path} was deleted before ExportLens could run it", types.MessageType.Info)
+            self.store(path, FileResult(path), None)
+            return None
         progress = shared
         if progress is None:
             task = asyncio.current_task()
             names = self.target_names(path) or [os.path.basename(path)]
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
-            result = await engine.check_file(path, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
+            result = await engine.check_file(path, text=text, explicit=explicit, on_target=progress.target,
+                                             on_phase=progress.phase)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
@@ -209,7 +260,12 @@ class Runs:
             if shared is None:
                 progress.end("superseded by a newer run")
             return None
-        self.store(path, result)
+        if engine is not self._engine:  # the interpreter setting changed under this run: its worker was
+            if shared is None:  # closed (a "crash" that is none), and the new interpreter is what counts
+                progress.end("superseded: the interpreter changed")
+            self.start(path, explicit=explicit).add_done_callback(_consume)
+            return None
+        self.store(path, result, version)
         if shared is None:
             progress.end(problems_text(count_problems(result.diagnostics)))
         return result
@@ -263,12 +319,30 @@ class Runs:
 
     # -- results and publishing ---------------------------------------------------------------
 
-    def store(self, owner: str, result: FileResult) -> None:
+    def snapshot(self, path: str) -> tuple[str | None, int | None]:
+        """(text, version) a run of `path` analyses: the editor's buffer when it is open, else
+        (None, None) and the engine reads one snapshot of the file.
+
+        A buffer with non-ASCII text is only trusted if the saved bytes decode to it the way
+        Python reads them: otherwise (a latin-1 file without a coding line) Python could not run the
+        file, and reading the disk says so."""
+        text, version = self.current_text(path)
+        if text is None or text.isascii():
+            return text, version
+        try:
+            read_source(path)
+        except SourceError:
+            return None, None
+        return text, version
+
+    def store(self, owner: str, result: FileResult, version: int | None = None) -> None:
         old = self.results.get(owner)
         before = old.files() if old else set()
         seconds = sum(t.seconds for t in result.targets)
-        texts = {f: _disk_text(f) for f in {d.file for d in result.diagnostics} | {owner}}
-        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds)
+        # the texts the diagnostics were placed on (what the run analysed), never a later disk state
+        texts: dict[str, str | None] = {f: result.texts[f] if f in result.texts else _disk_text(f)
+                                        for f in {d.file for d in result.diagnostics} | {owner}}
+        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version)
         touched = sorted(before | self.results[owner].files())
         for f in touched:
             self.publish(f)
@@ -290,19 +364,36 @@ class Runs:
 
     def line_map(self, owner: str, path: str) -> LineMap | None:
         """From the text `owner`'s run analysed to the open document (None: not open)."""
-        text, version = self.current_text(path)
+        text, _ = self.current_text(path)
         if text is None:
             return None
         res = self.results.get(owner)
-        analysed = res.texts.get(path) if res else None
-        key = (owner, path, version if version is not None else -1)
+        analysed = (res.texts.get(path) if res else None) or ""
+        key = (text_hash(analysed), text_hash(text))  # the texts themselves: versions repeat across runs
         cached = self._maps.get(key)
         if cached is None:
-            cached = line_map(analysed if analysed is not None else "", text)
+            cached = line_map(analysed, text)
             if len(self._maps) > 256:
                 self._maps.clear()
             self._maps[key] = cached
         return cached
+
+    async def prepare(self, path: str) -> None:
+        """Compute the line maps `path`'s diagnostics need in a thread (a long file's diff must not
+        stall the event loop); diagnostics_in then finds them cached."""
+        text, _ = self.current_text(path)
+        if text is None:
+            return
+        todo = {}
+        for res in list(self.results.values()):
+            analysed = res.texts.get(path)
+            if analysed is not None and any(d.file == path for d in res.diagnostics):
+                key = (text_hash(analysed), text_hash(text))
+                if key not in self._maps:
+                    todo[key] = analysed
+        if todo:
+            maps = await asyncio.to_thread(lambda: {k: line_map(a, text) for k, a in todo.items()})
+            self._maps.update(maps)
 
     def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]:
         """(diagnostic at its current range, analysed-text hash, owner) for one file."""
@@ -312,8 +403,9 @@ class Runs:
             mine = [d for d in res.diagnostics if d.file == path]
             if not mine:
                 continue
-            lm = self.line_map(owner, path)
             analysed = res.texts.get(path)
+            # no analysed text: the file could not be read at all; its diagnostics stand where they are
+            lm = self.line_map(owner, path) if analysed is not None else None
             sha = text_hash(analysed) if analysed is not None else None
             for d in mine:
                 rng = lm.range(d.range) if lm is not None else d.range

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Coroutine
 from typing import Any
 
@@ -21,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from exportlens import __version__
 from exportlens.lsp.actions import Actions
 from exportlens.lsp.convert import lsp_range, path_of, uri_of
+from exportlens.lsp.handshake import Replay
 from exportlens.lsp.hover import hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
 from exportlens.lsp.notebooks import Notebooks
@@ -211,6 +213,8 @@ def register_lifecycle(server: ExportLensServer) -> None:
             if isinstance(opts.get("trusted"), bool):
                 ls.trusted = opts["trusted"]
             ls.apply_settings(opts.get("settings"))
+        if ls.trusted:  # torch imports while the editor is still starting (opening files, asking settings)
+            ls.background(ls.runs.warm_up())
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExportLensServer, params: types.InitializedParams) -> None:
@@ -247,7 +251,7 @@ def register_documents(server: ExportLensServer) -> None:
             ls.runs.publish(path)  # re-place them on the text the editor has
         if not ls.trusted or ls.settings.run != RUN_ON_SAVE:
             return
-        if not ls.runs.target_names(path):
+        if not ls.runs.worth_running(path, doc.text):
             return
         done = ls.runs.results.get(path)
         if done is None or done.texts.get(path) != doc.text:
@@ -310,10 +314,11 @@ def register_hover(server: ExportLensServer) -> None:
     """The findings under the cursor, in Markdown."""
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
+    async def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
         path = path_of(params.text_document.uri)
         if path is None:
             return None
+        await ls.runs.prepare(path)
         pos = (params.position.line, params.position.character)
         parts = []
         first = None
@@ -344,11 +349,7 @@ def register_code_lens(server: ExportLensServer) -> None:
         if path is None or not _is_python(uri):
             return []
         text, _ = ls.runs.current_text(path)
-        try:
-            found = ls.runs.engine().plan(path, text).targets
-        except Exception as exc:
-            ls.log(f"codeLens: {exc}", types.MessageType.Warning)
-            return []
+        found, _ = ls.runs.plan(path, text)
         if found is None:
             return []
         res = ls.runs.results.get(path)
@@ -415,12 +416,15 @@ def create_server() -> ExportLensServer:
     return server
 
 
-def serve() -> None:
-    """Run the server on stdin/stdout until the client says exit."""
+def serve(first: bytes = b"", early: tuple[Any, dict[str, Any]] | None = None) -> None:
+    """Run the server on stdin/stdout until the client says exit. `first`: the message already read
+    (and, `early`, answered) before this module was imported (see lsp/handshake.py)."""
     server = create_server()
+    if isinstance(server.protocol, ExportLensProtocol):
+        server.protocol.answered_early = early
     handler = _ClientLogHandler(server)
     for name in ("pygls", "exportlens"):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False
-    server.start_io()
+    server.start_io(stdin=Replay(first, sys.stdin.buffer) if first else None)  # type: ignore[arg-type]  # readline + read

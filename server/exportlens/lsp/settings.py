@@ -25,6 +25,7 @@ class Settings:
     run: str = RUN_ON_SAVE
     targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
     compile_backend: str = "eager"  # torch.compile targets: eager | aot_eager | inductor
+    jobs: int | None = None  # jobs at once (files saved together queue FIFO); None = one per core
 
     @classmethod
     def parse(cls, raw: Any, base: Settings | None = None) -> Settings:
@@ -47,6 +48,9 @@ class Settings:
         backend = raw.get("compileBackend", out.compile_backend)
         if backend in ("eager", "aot_eager", "inductor"):
             out.compile_backend = backend
+        jobs = raw.get("jobs", out.jobs)
+        if jobs is None or isinstance(jobs, int) and not isinstance(jobs, bool) and 1 <= jobs <= 256:
+            out.jobs = jobs
         targets = raw.get("targets", out.targets)
         if isinstance(targets, list):
             out.targets = [t for t in targets if isinstance(t, str)]

@@ -1,6 +1,9 @@
 """One job, in its own fresh process: run the user's file, analyse every target it names.
 
-A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool}`.
+A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool,
+"source": text}`. `source` is the text the server planned (the editor's buffer, or one snapshot
+of the file): the job compiles that text under the file's real name rather than reading the disk
+again, which an editor may be rewriting at this very moment.
 Each analysed target is written to `emit` as soon as it is done, so a crash later in the
 script keeps the targets already finished.
 """
@@ -49,6 +52,10 @@ class Recorder:
         if self._draft is not None:
             self._wrap_real_values()
             self._wrap_float_symbols()
+
+    def installed(self) -> bool:
+        """Whether torch.export.export is still ours (user code may have replaced it)."""
+        return torch.export.export == self._record and torch.export.draft_export == self._record
 
     def _wrap_real_values(self) -> None:
         """Keep the real value draft export saw for each unbacked symbol (`u0` was 4)."""
@@ -196,13 +203,15 @@ class Recorder:
         try:
             with watch:
                 ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
-        except Exception as exc:  # draft_export re-raises all but constraint violations
+        except (Exception, SystemExit) as exc:  # draft_export re-raises all but constraint violations
             draft_info = capture.exception_info(exc)
             event: dict[str, Any] = {"event": "target", **head}
-            symbol = compat.float_item_bug(exc)
+            symbol = compat.float_item_bug(exc) if isinstance(exc, Exception) else None
             plain_exc: BaseException | None = exc
             plain_ep = None
-            if symbol is not None:
+            if isinstance(exc, SystemExit):  # the model itself called sys.exit(): the export never finished
+                event["target_error"] = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
+            elif symbol is not None:
                 mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
                 event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol,
                                       "created": next((f for f in mine if not f.get("branch")), None),
@@ -335,14 +344,16 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     namespace: dict[str, Any] = {}
     try:
         try:
-            namespace = runpy.run_path(file, run_name=run_name)
+            source = request.get("source")
+            namespace = runpy.run_path(file, run_name=run_name) if source is None else run_source(file, source, run_name)
         finally:
             compile_watch.finish()  # compile targets are reported once the script is done (or died)
     except SystemExit as exc:
-        if exc.code not in (None, 0) and rec.count == 0 and not request.get("compile") and not request.get("trace"):
+        if id(exc) not in rec.reported and rec.count == 0 and not request.get("compile") and not request.get("trace"):
+            # sys.exit(0) too: the targets never ran, and a silent "0 problems" would say they were fine
             emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
                   "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
-                  "target_error": f"the script called sys.exit({exc.code!r}) before any export"})
+                  "target_error": f"the script called sys.exit({exc.code!r}) before any export target ran"})
         return
     except BaseException as exc:
         if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
@@ -351,6 +362,12 @@ def run(request: dict[str, Any], emit: Emit) -> None:
               "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
               "target_error": "running the file raised"})
         return
+    if request.get("main") and rec.count == 0 and not rec.installed():
+        emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
+              "seconds": time.perf_counter() - started,
+              "target_error": "the script replaced torch.export.export before calling it, so ExportLens could not "
+                              "see the export (call the real torch.export.export, or declare a target with "
+                              "`model` and `example_args`)"})
     lines = request.get("lines", {})
     if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
         module_spec: dict[str, Any] = namespace
@@ -365,6 +382,34 @@ def run(request: dict[str, Any], emit: Emit) -> None:
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
+
+
+def run_source(file: str, text: str, run_name: str) -> dict[str, Any]:
+    """`runpy.run_path` for a text we already have: same module set-up, `file` as its name.
+
+    The text goes into `linecache` (without an mtime, so it is never re-read from disk): tracebacks,
+    `inspect` and torch's own source lookups then show the lines that actually ran.
+    """
+    import builtins
+    import linecache
+    import types
+
+    code = compile(text, file, "exec", dont_inherit=True)
+    linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)
+    module = types.ModuleType(run_name)
+    module.__dict__.update(__file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None,
+                           __builtins__=builtins)
+    missing = object()
+    before = sys.modules.get(run_name, missing)
+    sys.modules[run_name] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if before is missing:
+            sys.modules.pop(run_name, None)
+        else:
+            sys.modules[run_name] = before  # type: ignore[assignment]
+    return dict(module.__dict__)
 
 
 def _call_factory(fn: Callable[[], Any]) -> dict[str, Any]:

@@ -23,11 +23,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any
+
+from exportlens.worker import proctree
 
 _child_threads = 1  # the thread count torch picked for this machine; jobs get it back
 _protocol_fd: int | None = None  # closed in every child so the server sees the zygote's EOF
+_zygote_pid = os.getpid()  # jobs die with this process (the --one-job fallback: with its parent)
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EOF_GRACE = 2.0  # seconds a job may live on after closing its pipe (it is normally exiting)
+SCAN_EVERY = 0.3  # seconds between looks at the jobs' process trees (members, memory)
 
 
 @dataclass
@@ -37,14 +43,19 @@ class Child:
     fd: int
     deadline: float
     jobdir: str
+    memory_mb: int = 0
     proc: subprocess.Popen[bytes] | None = None
     buffer: bytes = b""
     ended: bool = False
-    eof: bool = False
-    status: int | None = None
+    eof_at: float | None = None  # when its pipe closed (the process may live on without it)
+    status: int | None = None  # wait status of the job's own process, once reaped
     cancelled: bool = False
     timed_out: bool = False
+    closed_pipe: bool = False  # its pipe closed while the process kept running
+    memory_used: int = 0  # bytes of the whole tree when it went over its cap
+    killed: bool = False
     reported: bool = False  # its `done` went out already
+    seen: dict[int, int] = field(default_factory=dict)  # every member seen: pid → start time
 
 
 def _warm_up() -> float:
@@ -112,8 +123,14 @@ def _limit_memory(memory_mb: int) -> None:
 
 
 def _detach() -> None:
-    """Job-independent set-up of a child: own process group, no protocol, no stdin."""
-    os.setpgid(0, 0)
+    """Job-independent set-up of a child: its own session (so its process group is killed as one),
+    death with the zygote, no protocol, no stdin."""
+    try:
+        os.setsid()
+    except OSError:  # already a session leader (the spawn fallback starts one)
+        pass
+    proctree.die_with_parent(_zygote_pid)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the zygote's clean-up handler is not the job's
     if _protocol_fd is not None:
         os.close(_protocol_fd)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -202,6 +219,8 @@ class Zygote:
         self.can_fork = hasattr(os, "fork") and sys.platform != "win32" and not os.environ.get("EXPORTLENS_NO_FORK")
         self.use_spares = True
         self.spare: Spare | None = None
+        self._next_scan = 0.0
+        self._spare_deaths = 0
 
     def send(self, event: dict[str, Any]) -> None:
         self.protocol.write(json.dumps(event, default=str) + "\n")
@@ -214,7 +233,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:
             spare = (self.spare.request_fd, self.spare.result_fd) if self.spare is not None else ()
-            for fd in (*parents_ends, *spare):
+            for fd in (*parents_ends, *spare, *self.children):
                 os.close(fd)
         return pid
 
@@ -230,15 +249,19 @@ class Zygote:
         os.close(res_w)
         self.spare = Spare(pid, req_w, res_r)
 
+    def _drop_spare(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            os.close(spare.request_fd)
+            os.close(spare.result_fd)
+
     def _take_spare(self) -> Spare | None:
         """The spare, if it finished warming up; one still warming stays for the next job."""
         spare = self.spare
         if spare is None:
             return None
-        if os.waitpid(spare.pid, os.WNOHANG)[0] != 0:  # it died while waiting: don't hand it a job
-            os.close(spare.request_fd)
-            os.close(spare.result_fd)
-            self.spare = None
+        self._reap_any()  # a spare that died while waiting is dropped there: never hand it a job
+        if self.spare is None:
             return None
         if not select.select([spare.result_fd], [], [], 0)[0]:
             return None  # a fresh fork now beats waiting for the warm-up
@@ -246,109 +269,171 @@ class Zygote:
         return spare
 
     def retire_spare(self) -> None:
-        spare, self.spare = self.spare, None
+        spare = self.spare
+        self._drop_spare()
         if spare is not None:
-            os.close(spare.request_fd)
-            os.close(spare.result_fd)
-            try:
-                os.kill(spare.pid, signal.SIGKILL)
-                os.waitpid(spare.pid, 0)
-            except OSError:
-                pass
+            proctree.kill([spare.pid])  # reaped by _reap_any, never waited for here
 
     def start(self, request: dict[str, Any]) -> None:
         jobdir = tempfile.mkdtemp(prefix="exportlens-job-")
         timeout = float(request.get("timeout") or 120.0)
+        memory_mb = int(request.get("memory_mb") or 0)
         spare = self._take_spare()
         if spare is not None:
             try:
                 os.write(spare.request_fd, (json.dumps({**request, "jobdir": jobdir}) + "\n").encode())
             finally:
                 os.close(spare.request_fd)
-            child = Child(request["id"], spare.pid, spare.result_fd, time.monotonic() + timeout, jobdir)
+            child = Child(request["id"], spare.pid, spare.result_fd, time.monotonic() + timeout, jobdir, memory_mb)
         elif self.can_fork:
             r, w = os.pipe()
             pid = self._fork(r)
             if pid == 0:
                 run_child(request, w, jobdir)
             os.close(w)
-            child = Child(request["id"], pid, r, time.monotonic() + timeout, jobdir)
+            child = Child(request["id"], pid, r, time.monotonic() + timeout, jobdir, memory_mb)
         else:  # no fork here: a fresh interpreter per job, slower but just as isolated
+            safe = ["-P"] if sys.version_info >= (3, 11) else []  # never import from the working directory
             proc = subprocess.Popen(
-                [sys.executable, "-m", "exportlens.worker", "--one-job", jobdir],
+                [sys.executable, *safe, "-m", "exportlens.worker", "--one-job", jobdir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                start_new_session=True, cwd=_PACKAGE_PARENT,
             )
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
-            child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, proc=proc)
+            child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir,
+                          memory_mb, proc=proc)
+        os.set_blocking(child.fd, False)
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
         self.send({"event": "started", "id": child.id, "pid": child.pid})
-        if self.spare is None:
-            self.fork_spare()  # warms up on the other core while this job runs
 
     def cancel(self, job_id: str) -> None:
         for child in self.children.values():
             if child.id == job_id:
                 child.cancelled = True
-                self._kill(child)
+                self._kill_tree(child)
 
-    def _kill(self, child: Child) -> None:
-        for kill in (lambda: os.killpg(child.pid, signal.SIGKILL), lambda: os.kill(child.pid, signal.SIGKILL)):
-            try:
-                kill()
-                return
-            except OSError:
+    # -- a job's process tree -----------------------------------------------------------------
+
+    def _known(self) -> set[int]:
+        """Our own processes: the jobs' roots and the spare (never taken for orphans)."""
+        known = {c.pid for c in self.children.values()}
+        if self.spare is not None:
+            known.add(self.spare.pid)
+        return known
+
+    def _watch_trees(self, procs: dict[int, proctree.Proc]) -> None:
+        """Record every job's members; give orphans re-parented to us to the jobs they came from
+        (or, unknown, to every running job); stop a tree over its memory cap."""
+        me = os.getpid()
+        known = self._known()
+        running = list(self.children.values())
+        for child in running:
+            for pid in proctree.members(child.pid, procs):
+                child.seen.setdefault(pid, procs[pid].started)
+        for p in procs.values():
+            if p.ppid != me or p.pid in known:
                 continue
+            owners = [c for c in running if c.seen.get(p.pid) == p.started] or running
+            if not owners:
+                proctree.kill([p.pid])  # a leftover nobody owns any more
+            for child in owners:
+                child.seen.setdefault(p.pid, p.started)
+        for child in running:
+            if child.memory_mb <= 0 or child.killed:
+                continue
+            used = sum(proctree.private_bytes(pid) for pid in self._live(child, procs))
+            if used > child.memory_mb * 1024 * 1024:
+                child.memory_used = used
+                self._kill_tree(child, procs)
+
+    def _live(self, child: Child, procs: dict[int, proctree.Proc]) -> set[int]:
+        return {pid for pid, started in child.seen.items() if (p := procs.get(pid)) is not None and p.started == started}
+
+    def _kill_tree(self, child: Child, procs: dict[int, proctree.Proc] | None = None) -> None:
+        """The job's session, everything it forked (also what left the session) and its orphans."""
+        child.killed = True
+        proctree.kill_group(child.pid)
+        procs = proctree.snapshot() if procs is None else procs
+        for pid in proctree.members(child.pid, procs):
+            child.seen.setdefault(pid, procs[pid].started)
+        proctree.kill(self._live(child, procs) | {child.pid} - {os.getpid()})
+        if child.proc is not None and not proctree.LINUX:
+            child.proc.kill()
+
+    def _reap_any(self) -> None:
+        """Collect every exited child without blocking: jobs, the spare, adopted orphans."""
+        if not hasattr(os, "waitpid") or sys.platform == "win32":
+            for child in self.children.values():
+                if child.proc is not None and child.status is None and (code := child.proc.poll()) is not None:
+                    child.status = code << 8 if code >= 0 else -code
+            return
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.spare is not None and pid == self.spare.pid:  # died while waiting for a job
+                self._drop_spare()
+                self._spare_deaths += 1
+                if self._spare_deaths >= 3:  # something kills them: stop making new ones, fork per job
+                    self.use_spares = False
+                continue
+            for child in self.children.values():
+                if child.pid == pid:
+                    child.status = status
+                    break
+
+    # -- events -------------------------------------------------------------------------------
 
     def _read(self, child: Child) -> None:
-        try:
-            chunk = os.read(child.fd, 1 << 16)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            child.eof = True
-            return
-        child.buffer += chunk
-        *lines, child.buffer = child.buffer.split(b"\n")
-        for raw in lines:
+        """Read what is there now (the pipe never blocks us: whoever holds it, we do not wait)."""
+        while child.eof_at is None:
             try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if event.get("event") == "end":
-                child.ended = True
-                if not child.cancelled:  # complete: answer now, reap the process later
-                    child.reported = True
-                    self.send({"event": "done", "id": child.id, "status": "ok", "detail": "",
-                               "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
-                continue
-            event["id"] = child.id
-            self.send(event)
+                chunk = os.read(child.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                child.eof_at = time.monotonic()
+                self.selector.unregister(child.fd)
+                return
+            child.buffer += chunk
+            *lines, child.buffer = child.buffer.split(b"\n")
+            for raw in lines:
+                self._event(child, raw)
 
-    def _reap(self, child: Child, block: bool) -> bool:
-        if child.status is not None:
-            return True
-        if child.proc is not None:
-            code = child.proc.wait() if block else child.proc.poll()
-            if code is None:
-                return False
-            child.status = code if code >= 0 else -code | 0x10000
-            return True
-        pid, status = os.waitpid(child.pid, 0 if block else os.WNOHANG)
-        if pid == 0:
-            return False
-        child.status = status
-        return True
+    def _event(self, child: Child, raw: bytes) -> None:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            return
+        if event.get("event") == "end":
+            child.ended = True
+            if not child.cancelled and not child.killed:  # complete: answer now, reap the process later
+                child.reported = True
+                self.send({"event": "done", "id": child.id, "status": "ok", "detail": "",
+                           "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+            return
+        event["id"] = child.id
+        self.send(event)
 
     def _finish(self, child: Child) -> None:
-        self.selector.unregister(child.fd)
+        """The job's own process is gone: take what it wrote, end what it left, answer."""
+        self._kill_tree(child)  # grandchildren the user's code left behind
+        self._read(child)  # what it wrote before it went is in the pipe already
+        if child.eof_at is None:
+            self.selector.unregister(child.fd)
         del self.children[child.fd]
-        if child.proc is None:
+        if child.proc is not None and child.proc.stdout is not None:
+            child.proc.stdout.close()
+        else:
             os.close(child.fd)
-        self._reap(child, block=True)
-        self._kill(child)  # grandchildren the user's code left behind
         if not child.reported:
             status, detail = self._verdict(child)
             self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
@@ -360,20 +445,47 @@ class Zygote:
             return "cancelled", "cancelled"
         if child.timed_out:
             return "timeout", "the job ran past its time limit and was stopped"
+        if child.memory_used:
+            return "crashed", (f"the job's processes used {child.memory_used / 2**20:.0f} MB together, over its "
+                               f"memory cap of {child.memory_mb} MB (the whole process tree counts), and were stopped")
+        if child.closed_pipe:
+            return "crashed", ("the job closed its connection to ExportLens (did the code close inherited file "
+                               "descriptors?) and was stopped")
         st = child.status or 0
-        if child.proc is not None:
-            if st & 0x10000:
-                return "crashed", f"killed by signal {_signal_name(st & 0xFFFF)}"
-            code = st
-        elif os.WIFSIGNALED(st):
+        if os.WIFSIGNALED(st):
             return "crashed", f"killed by signal {_signal_name(os.WTERMSIG(st))}"
-        else:
-            code = os.WEXITSTATUS(st)
+        code = os.WEXITSTATUS(st)
         if child.ended and code == 0:
             return "ok", ""
         if code == 0:
             return "crashed", "the process exited (os._exit?) before the analysis finished"
         return "crashed", f"the process exited with status {code} before the analysis finished"
+
+    def _tick(self) -> None:
+        """Deadlines, memory, pipes closed early, exited jobs: everything that needs no event."""
+        self._reap_any()
+        now = time.monotonic()
+        if self.children and now >= self._next_scan:
+            self._next_scan = now + SCAN_EVERY
+            self._watch_trees(proctree.snapshot())
+        for child in list(self.children.values()):
+            if child.status is not None:
+                self._finish(child)
+                continue
+            if now >= child.deadline and not child.timed_out:
+                child.timed_out = True
+                self._kill_tree(child)
+            elif child.eof_at is not None and now - child.eof_at > EOF_GRACE and not child.killed:
+                child.closed_pipe = not child.ended
+                self._kill_tree(child)
+
+    def shutdown(self) -> None:
+        for child in list(self.children.values()):
+            self._kill_tree(child)
+        self.retire_spare()
+        me = os.getpid()
+        proctree.kill({p.pid for p in proctree.snapshot().values() if p.ppid == me})  # adopted orphans
+        self._reap_any()
 
     def serve(self, stdin: IO[bytes]) -> None:
         os.set_blocking(stdin.fileno(), True)
@@ -381,36 +493,25 @@ class Zygote:
         pending = b""
         while True:
             now = time.monotonic()
-            timeout = min((c.deadline - now for c in self.children.values()), default=None)
+            timeout = min((c.deadline - now for c in self.children.values() if not c.timed_out), default=None)
             wait = 0.2 if timeout is None else max(0.0, min(timeout, 0.2))
             for key, _ in self.selector.select(wait):
                 if key.data is None:
                     chunk = os.read(stdin.fileno(), 1 << 16)
                     if not chunk:
-                        for child in list(self.children.values()):
-                            self._kill(child)
-                        self.retire_spare()
+                        self.shutdown()
                         return
                     pending += chunk
                     *lines, pending = pending.split(b"\n")
                     for raw in lines:
                         self._handle(raw)
                 else:
-                    child = key.data
-                    self._read(child)
-                    if child.eof:
-                        self._finish(child)
-            now = time.monotonic()
-            for child in list(self.children.values()):
-                if now >= child.deadline and not child.timed_out:
-                    child.timed_out = True
-                    self._kill(child)
-                elif self._reap(child, block=False) and not child.eof:
-                    # the child is gone but something it started holds the pipe open
-                    self._kill(child)
-                    while not child.eof:
-                        self._read(child)
-                    self._finish(child)
+                    self._read(key.data)
+            self._tick()
+            if self.spare is None and not self.children:
+                # Warm the next job's process while idle, not beside a running job: on a small
+                # machine that warm-up would take the running job's core (the first squiggle waits).
+                self.fork_spare()
 
     def _handle(self, raw: bytes) -> None:
         if not raw.strip():
@@ -449,13 +550,20 @@ def _signal_name(num: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global _protocol_fd, _child_threads
+    global _protocol_fd, _child_threads, _zygote_pid
     if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit (no fork, so all threads)
+        _zygote_pid = os.getppid()
         import torch
 
         _child_threads = torch.get_num_threads()
         request = json.loads(sys.stdin.read())
         run_child(request, os.dup(1), argv[1])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # terminated: still end every job's tree
+    proctree.become_subreaper()  # a job's orphans come to us, not to init: found, killed, reaped
+    # One private temporary folder for everything this worker writes (job folders, torch's trace
+    # logs, inductor's cache), set before torch is imported; removed when the worker ends.
+    workdir = tempfile.mkdtemp(prefix="exportlens-worker-")
+    os.environ["TMPDIR"] = tempfile.tempdir = workdir
     # The protocol keeps the real stdout; anything else printed goes to stderr.
     _protocol_fd = os.dup(1)
     protocol = os.fdopen(_protocol_fd, "w", buffering=1)
@@ -472,15 +580,18 @@ def main(argv: list[str]) -> int:
     zygote = Zygote(protocol)
     # a spare warms up like the zygote did: where that failed, a spare would only die
     zygote.use_spares = "--no-spare" not in argv and "--no-warmup" not in argv and warm_error is None
-    zygote.fork_spare()
     from exportlens.worker import compat
 
     found = compat.probe(torch)
     zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
                  "python": sys.version.split()[0], "import_seconds": round(imported, 3),
                  "warmup_seconds": round(warm, 3), "warmup_error": warm_error, "fork": zygote.can_fork,
-                 "compat": found,
+                 "compat": found, "tmpdir": workdir,
                  "unsupported": None if found["draft_export"] else compat.unsupported_message(str(torch.__version__))})
-    zygote.serve(sys.stdin.buffer)
+    try:
+        zygote.serve(sys.stdin.buffer)
+    finally:
+        zygote.shutdown()
+        shutil.rmtree(workdir, ignore_errors=True)
     protocol.flush()
     os._exit(0)  # the server went away: skip torch's ~0.35 s interpreter teardown
