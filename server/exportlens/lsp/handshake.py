@@ -16,6 +16,8 @@ from typing import IO, Any
 from exportlens import __version__
 
 COMMANDS = ["exportlens.runDraftExport", "exportlens.saveOpProfiles"]
+# LSP 3.17 notebook sync (lsp/server.py NOTEBOOK_SYNC): Jupyter notebooks' Python cells, with save notifications
+NOTEBOOK_SYNC = {"notebookSelector": [{"notebook": "jupyter-notebook", "cells": [{"language": "python"}]}], "save": True}
 
 
 def capabilities(client: Any) -> dict[str, Any]:
@@ -27,7 +29,7 @@ def capabilities(client: Any) -> dict[str, Any]:
     for key in ("willSave", "willSaveWaitUntil"):  # pygls says False only to a client that asked about it
         if isinstance(sync, dict) and sync.get(key) is not None:
             text_sync[key] = False
-    return {"capabilities": {
+    caps: dict[str, Any] = {
         "codeActionProvider": {"codeActionKinds": ["quickfix"], "resolveProvider": True},
         "codeLensProvider": {"resolveProvider": False},
         "executeCommandProvider": {"commands": list(COMMANDS)},
@@ -35,7 +37,10 @@ def capabilities(client: Any) -> dict[str, Any]:
         "positionEncoding": encoding,
         "textDocumentSync": text_sync,
         "workspace": {"fileOperations": {}, "workspaceFolders": {"changeNotifications": True, "supported": True}},
-    }, "serverInfo": {"name": "exportlens", "version": __version__}}
+    }
+    if isinstance(client, dict) and client.get("notebookDocument") is not None:  # as pygls: only to a client with notebooks
+        caps["notebookDocumentSync"] = NOTEBOOK_SYNC
+    return {"capabilities": caps, "serverInfo": {"name": "exportlens", "version": __version__}}
 
 
 def _get(value: Any, *keys: str) -> Any:
