@@ -171,7 +171,10 @@ class WorkerClient:
         self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)),
                        loop.create_task(self._read_stderr(self._proc))]
         try:
-            self.info = await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation (Ctrl+C) that
+            # lands just as the awaited thing completes
+            async with asyncio.timeout(READY_TIMEOUT):
+                self.info = await asyncio.shield(self._ready)
         except TimeoutError as exc:
             await self._forget()
             raise WorkerUnavailable(f"the worker did not start within {READY_TIMEOUT:.0f} s") from exc
@@ -258,7 +261,8 @@ class WorkerClient:
                 started = False
                 while True:
                     try:
-                        event = await asyncio.wait_for(queue.get(), max(0.0, deadline - loop.time()))
+                        async with asyncio.timeout_at(deadline):  # never swallows a cancellation
+                            event = await queue.get()
                     except TimeoutError:
                         # The zygote should have stopped this job long ago: it is stuck. Replace it.
                         self.log(f"job {job_id}: no answer from the worker {DEADLINE_GRACE:.0f} s after its time limit; "
@@ -306,7 +310,8 @@ class WorkerClient:
             try:
                 if proc.stdin is not None:
                     proc.stdin.close()
-                await asyncio.wait_for(proc.wait(), 2.0)
+                async with asyncio.timeout(2.0):
+                    await proc.wait()
             except (TimeoutError, ConnectionError):
                 _kill_session(proc.pid)
                 await proc.wait()
