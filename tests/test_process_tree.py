@@ -94,12 +94,18 @@ def token(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
             pass
 
 
+def _as_in_a_terminal() -> None:
+    """A terminal's foreground job gets Ctrl+C; a test run started in the background (`cmd &` in
+    a script) would pass an ignored SIGINT on, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(args: list[str], token: str) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env[TOKEN_VAR] = token
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "server"), env.get("PYTHONPATH")) if p)
     return subprocess.Popen([sys.executable, "-m", "exportlens", "check", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_in_a_terminal)
 
 
 def _wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, limit: float = 90.0) -> None:
