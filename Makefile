@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MINILIB := examples/library_project/libsrc
 MINILIB_FILES := $(MINILIB)/pyproject.toml $(wildcard $(MINILIB)/minilib/*.py)
 
-.PHONY: run test lint format-check pytest bench compat clean
+.PHONY: run test lint format-check pytest bench compat other-torch clean
 
 include make/extension.mk
 
@@ -52,6 +52,11 @@ bench: $(STAMP)
 ## venvs of a few GB each are built once into ${XDG_CACHE_HOME:-~/.cache}/exportlens/compat/)
 compat: $(STAMP)
 	$(BIN)/python bench/compat.py
+
+## make other-torch: the cached torch 2.14.1 venv (a local wheel here) that tests/test_other_torch.py uses;
+## CI builds it so every run tests a second torch (without it those tests skip)
+other-torch: $(STAMP)
+	$(BIN)/python bench/compat.py --build-only 2.14.1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

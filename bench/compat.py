@@ -102,7 +102,12 @@ def main() -> int:
     parser.add_argument("--versions", nargs="*", default=DEFAULT_VERSIONS)
     parser.add_argument("--old", default=OLD, help="a torch without draft_export, if its venv is cached ('' to skip)")
     parser.add_argument("--no-build", action="store_true", help="use cached venvs only")
+    parser.add_argument("--build-only", metavar="VERSION", help="only build (or find) the cached venv of this torch, then stop")
     args = parser.parse_args()
+    if args.build_only:
+        python, how = venv_python(args.build_only, build=True)
+        print(f"torch {args.build_only}: {how}", file=sys.stderr)
+        return 0 if python is not None else 1
 
     code, ref_doc, err, secs = check(None)
     ref = findings(ref_doc)
