@@ -25,14 +25,13 @@ run: $(STAMP)
 	$(BIN)/exportlens check examples/; status=$$?; test $$status -le 1
 
 ## make test: everything CI checks (Python lint + tests, extension lint + unit tests, real VS Code e2e)
-test: lint pytest ext-lint ext-unit e2e
+test: lint format-check pytest ext-lint ext-unit e2e
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests bench tools
 	$(BIN)/mypy
 
-## make format-check: ruff format and prettier agree with the code (not yet part of `make test`:
-## the one-time reformat of the whole code base comes after the concurrent branches land)
+## make format-check: ruff format and prettier agree with the code (part of `make test`)
 format-check: $(STAMP) $(EXT_NODE_MODULES)
 	$(BIN)/ruff format --check server tests bench tools
 	npx --no-install prettier --check extension tests/extension tests/e2e esbuild.mjs eslint.config.mjs

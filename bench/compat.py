@@ -72,8 +72,7 @@ def check(python: Path | None) -> tuple[int, dict, str, float]:
     if python is not None:
         cmd += ["--python", str(python)]
     started = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
     seconds = time.perf_counter() - started
     try:
         doc = json.loads(done.stdout)
@@ -127,8 +126,7 @@ def main() -> int:
         code, doc, err, secs = check(python)
         got = findings(doc)
         missing, extra = sorted(ref - got), sorted(got - ref)
-        rows.append((str(doc.get("torch", version)), f"{len(ref & got)}/{len(ref)}", str(len(missing)), str(len(extra)),
-                     str(code), f"{secs:.1f}", how))
+        rows.append((str(doc.get("torch", version)), f"{len(ref & got)}/{len(ref)}", str(len(missing)), str(len(extra)), str(code), f"{secs:.1f}", how))
         for side, items in (("missing", missing), ("extra", extra)):
             for f in items:
                 why = reason(version, f, side)
@@ -146,9 +144,17 @@ def main() -> int:
             # export targets are skipped there; compile and trace findings should still be the reference's
             runtime = {f for f in ref if f[0].startswith(("compile", "trace"))}
             got = findings(doc)
-            rows.append((str(doc.get("torch", args.old)), f"{len(got & runtime)}/{len(runtime)} compile+trace",
-                         str(len(runtime - got)), str(len(got - runtime)), str(code), f"{secs:.1f}",
-                         f"{len(lines)} line(s) on stderr: " + (lines[0][:110] + "…" if lines else "")))
+            rows.append(
+                (
+                    str(doc.get("torch", args.old)),
+                    f"{len(got & runtime)}/{len(runtime)} compile+trace",
+                    str(len(runtime - got)),
+                    str(len(got - runtime)),
+                    str(code),
+                    f"{secs:.1f}",
+                    f"{len(lines)} line(s) on stderr: " + (lines[0][:110] + "…" if lines else ""),
+                )
+            )
             if "Traceback" in err:
                 unexplained += 1
                 details.append(f"  {args.old}: a traceback reached the user:\n{err[-2000:]}")

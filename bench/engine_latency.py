@@ -24,8 +24,15 @@ sys.path.insert(0, str(ROOT / "server"))
 
 from exportlens.engine import Engine, EngineSettings  # noqa: E402
 
-EXAMPLES = ["clean/model.py", "data_dependent/tensor_branch.py", "data_dependent/split_sizes.py",
-            "missing_fake/model.py", "mismatched_fake/model.py", "constraint/model.py", "two_files/model.py"]
+EXAMPLES = [
+    "clean/model.py",
+    "data_dependent/tensor_branch.py",
+    "data_dependent/split_sizes.py",
+    "missing_fake/model.py",
+    "mismatched_fake/model.py",
+    "constraint/model.py",
+    "two_files/model.py",
+]
 REPEATS = int(os.environ.get("BENCH_REPEATS", "9"))
 COLD_RUNS = int(os.environ.get("BENCH_COLD_RUNS", "5"))
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
@@ -35,8 +42,14 @@ class InProcess:
     """The baseline process for one target, answering one timed draft_export per request."""
 
     def __init__(self, path: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench/inprocess_draft.py"), str(path)], env=ENV,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "bench/inprocess_draft.py"), str(path)],
+            env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == "ready"
 
@@ -96,8 +109,10 @@ async def main() -> None:
         cli.append(timed([sys.executable, "-m", "exportlens", "check", str(target)]))
         script.append(timed([sys.executable, str(ROOT / "bench/cold_script.py"), str(target)]))
     c, s = statistics.median(cli), statistics.median(script)
-    print(f"\ncold, median of {COLD_RUNS}: exportlens check {c:.2f} s, plain python+draft_export {s:.2f} s, "
-          f"ratio {c / s:.2f} ({'met' if c <= s else 'MISSED'}: goal <= 1.00)")
+    print(
+        f"\ncold, median of {COLD_RUNS}: exportlens check {c:.2f} s, plain python+draft_export {s:.2f} s, "
+        f"ratio {c / s:.2f} ({'met' if c <= s else 'MISSED'}: goal <= 1.00)"
+    )
 
 
 if __name__ == "__main__":

@@ -65,12 +65,15 @@ def main() -> None:
         fixes_for(decoded[0], lambda p: text)
         uncached = (time.perf_counter() - t0) * 1000
     lines = text.count("\n") + 1
-    print(f"first codeAction after the run: {listing[0]:.1f} ms (fixes are precomputed when diagnostics are published; "
-          f"computing them uncached in-process takes {uncached:.0f} ms)")
+    print(
+        f"first codeAction after the run: {listing[0]:.1f} ms (fixes are precomputed when diagnostics are published; "
+        f"computing them uncached in-process takes {uncached:.0f} ms)"
+    )
     for name, vals in (("codeAction", listing), ("codeAction/resolve", resolving)):
         p95 = percentile(vals, 95)
-        print(f"{name} on a {lines}-line file: p50 {percentile(vals, 50):.1f} ms, p95 {p95:.1f} ms over {N}; "
-              f"goal p95 {GOAL_MS:.0f} ms; ratio {p95 / GOAL_MS:.2f}")
+        print(
+            f"{name} on a {lines}-line file: p50 {percentile(vals, 50):.1f} ms, p95 {p95:.1f} ms over {N}; goal p95 {GOAL_MS:.0f} ms; ratio {p95 / GOAL_MS:.2f}"
+        )
 
 
 if __name__ == "__main__":

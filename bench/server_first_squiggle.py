@@ -33,8 +33,7 @@ def squiggle_once(ws: Path, delay: float) -> tuple[float, float]:
         time.sleep(delay)
         uri = TARGET.as_uri()
         opened = time.perf_counter()
-        c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
-                                                           "text": TARGET.read_text()}})
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": TARGET.read_text()}})
         t, params = c.diagnostics(uri, timeout=300)
         assert params["diagnostics"], "no squiggle"
         return t - c.started, t - opened
@@ -44,8 +43,7 @@ def squiggle_once(ws: Path, delay: float) -> tuple[float, float]:
 
 def cold_once() -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "bench" / "cold_script.py"), str(TARGET)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "cold_script.py"), str(TARGET)], check=True, capture_output=True, timeout=300)
     return time.perf_counter() - started
 
 
@@ -60,10 +58,11 @@ def main() -> None:
             cold.append(cold_once())
     a, o, b = statistics.median(at_once), statistics.median(after_open), statistics.median(cold)
     print(f"cold terminal run (python + import torch + draft_export): median {b:.2f} s (min {min(cold):.2f})")
-    print(f"first squiggle, file opened as soon as the server is up, from the server's start: median {a:.2f} s; "
-          f"ratio {a / b:.2f}")
-    print(f"first squiggle, file opened {EDITOR_START} s after the server started (an editor starting), from the "
-          f"opening: median {o:.2f} s; ratio {o / b:.2f}; goal {GOAL}")
+    print(f"first squiggle, file opened as soon as the server is up, from the server's start: median {a:.2f} s; ratio {a / b:.2f}")
+    print(
+        f"first squiggle, file opened {EDITOR_START} s after the server started (an editor starting), from the "
+        f"opening: median {o:.2f} s; ratio {o / b:.2f}; goal {GOAL}"
+    )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,13 @@ CAPS: dict[str, Any] = {
     "textDocument": {
         "synchronization": {"didSave": True},
         "publishDiagnostics": {"relatedInformation": True, "codeDescriptionSupport": True, "dataSupport": True},
-        "codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix"]}},
-                       "isPreferredSupport": True, "disabledSupport": True, "dataSupport": True,
-                       "resolveSupport": {"properties": ["edit"]}},
+        "codeAction": {
+            "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix"]}},
+            "isPreferredSupport": True,
+            "disabledSupport": True,
+            "dataSupport": True,
+            "resolveSupport": {"properties": ["edit"]},
+        },
         "hover": {"contentFormat": ["markdown"]},
     },
 }
@@ -42,8 +46,9 @@ def server_env() -> dict[str, str]:
 class Client:
     def __init__(self, cwd: Path) -> None:
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen([PYTHON, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=server_env(), cwd=cwd)
+        self.proc = subprocess.Popen(
+            [PYTHON, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server_env(), cwd=cwd
+        )
         self.inbox: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self.ids = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -88,8 +93,15 @@ class Client:
 
     def initialize(self, root: Path, *, trusted: bool = True, settings: dict[str, Any] | None = None) -> float:
         """Seconds from process start to the initialize response."""
-        self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": CAPS,
-                                    "initializationOptions": {"trusted": trusted, "settings": settings or {}}})
+        self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.as_uri(),
+                "capabilities": CAPS,
+                "initializationOptions": {"trusted": trusted, "settings": settings or {}},
+            },
+        )
         self.notify("initialized", {})
         return time.perf_counter() - self.started
 

@@ -33,8 +33,10 @@ def main() -> None:
             c.close()
     start = statistics.median(starts)
     mem = statistics.median(rss)
-    print(f"server start -> initialized: median {start:.3f} s over {RUNS} runs (min {min(starts):.3f}, max {max(starts):.3f}); "
-          f"goal {GOAL_START_S} s; ratio {start / GOAL_START_S:.2f}")
+    print(
+        f"server start -> initialized: median {start:.3f} s over {RUNS} runs (min {min(starts):.3f}, max {max(starts):.3f}); "
+        f"goal {GOAL_START_S} s; ratio {start / GOAL_START_S:.2f}"
+    )
     print(f"idle server RSS without torch: median {mem:.1f} MB; goal {GOAL_RSS_MB:.0f} MB; ratio {mem / GOAL_RSS_MB:.2f}")
 
 

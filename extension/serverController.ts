@@ -109,8 +109,7 @@ export class ServerController implements vscode.Disposable {
     for (const [, diags] of vscode.languages.getDiagnostics()) {
       n += diags.filter(
         (d) =>
-          d.source === 'exportlens' &&
-          (d.severity === vscode.DiagnosticSeverity.Error || d.severity === vscode.DiagnosticSeverity.Warning),
+          d.source === 'exportlens' && (d.severity === vscode.DiagnosticSeverity.Error || d.severity === vscode.DiagnosticSeverity.Warning),
       ).length;
     }
     this.status.update({ problems: n });
@@ -217,7 +216,8 @@ export class ServerController implements vscode.Disposable {
       this.output.warn(`ExportLens server stopped unexpectedly; restarting (${this.budget.recentCrashes} recent crashes)`);
       return true;
     }
-    const message = 'ExportLens: the server crashed several times in a row and will not be restarted. See the output; run "ExportLens: Restart server" after fixing the cause.';
+    const message =
+      'ExportLens: the server crashed several times in a row and will not be restarted. See the output; run "ExportLens: Restart server" after fixing the cause.';
     this.output.error(message);
     this.status.update({ phase: 'error', detail: 'The server crashed repeatedly.' });
     void vscode.window.showErrorMessage(message, 'Show output').then((pick) => {

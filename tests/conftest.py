@@ -70,9 +70,7 @@ def examples_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def spans(result: FileResult) -> list[tuple[str, int, int, int, int, str]]:
     """(file name, start line, start char, end line, end char, code), 0-based as in LSP."""
     return [
-        (os.path.basename(d.file), d.range.start.line, d.range.start.character, d.range.end.line,
-         d.range.end.character, d.code)
-        for d in result.diagnostics
+        (os.path.basename(d.file), d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, d.code) for d in result.diagnostics
     ]
 
 
@@ -82,8 +80,15 @@ ExampleSpan = tuple[str, int, int, int, int, str, str]
 def example_spans(result: FileResult) -> list[ExampleSpan]:
     """(file relative to examples/, start line, start char, end line, end char, code, severity), as EXPECTED.json has them."""
     return [
-        (Path(d.file).relative_to(EXAMPLES).as_posix(), d.range.start.line, d.range.start.character, d.range.end.line,
-         d.range.end.character, d.code, SEVERITY_NAMES[d.severity])
+        (
+            Path(d.file).relative_to(EXAMPLES).as_posix(),
+            d.range.start.line,
+            d.range.start.character,
+            d.range.end.line,
+            d.range.end.character,
+            d.code,
+            SEVERITY_NAMES[d.severity],
+        )
         for d in result.diagnostics
     ]
 

@@ -59,8 +59,13 @@ def draft(mod: Any, args: Any, kwargs: Any = None, **options: Any) -> dict[str, 
 
 def _spec(spec: dict[str, Any]) -> dict[str, Any]:
     args = spec["example_args"]
-    return draft(spec["model"], args if isinstance(args, tuple) else (args,), spec.get("example_kwargs"),
-                 dynamic_shapes=spec.get("dynamic_shapes"), strict=bool(spec.get("strict", False)))
+    return draft(
+        spec["model"],
+        args if isinstance(args, tuple) else (args,),
+        spec.get("example_kwargs"),
+        dynamic_shapes=spec.get("dynamic_shapes"),
+        strict=bool(spec.get("strict", False)),
+    )
 
 
 def main(folder: str) -> dict[str, Any]:
@@ -77,8 +82,8 @@ def main(folder: str) -> dict[str, Any]:
         sys.path[:0] = [os.path.dirname(path)]
         rel = os.path.relpath(path, folder)
         if any(t.how == "call" for t in todo):  # the script's own export calls, each a draft export
-            def record(mod: Any, args: Any, kwargs: Any = None, *, prefix: str = f"{rel}:export at {os.path.basename(path)}",
-                       **options: Any) -> None:
+
+            def record(mod: Any, args: Any, kwargs: Any = None, *, prefix: str = f"{rel}:export at {os.path.basename(path)}", **options: Any) -> None:
                 results[f"{prefix}:{sys._getframe(1).f_lineno}"] = draft(mod, args, kwargs, **options)
 
             torch.export.export = record  # type: ignore[assignment]

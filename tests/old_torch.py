@@ -45,11 +45,11 @@ def compile(model=None, **kwargs):
 def export(mod, args, kwargs=None, **options):
     return None
 ''',
-    "nn/__init__.py": '''class Module:
+    "nn/__init__.py": """class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
-''',
-    "jit/__init__.py": '''class TracerWarning(Warning):
+""",
+    "jit/__init__.py": """class TracerWarning(Warning):
     pass
 
 
@@ -59,8 +59,8 @@ class TracingCheckError(Exception):
 
 def trace(func, example_inputs=None, *args, **kwargs):
     return func
-''',
-    "library/__init__.py": '''class Library:
+""",
+    "library/__init__.py": """class Library:
     def __init__(self, ns, kind):
         self.ns = ns
 
@@ -70,10 +70,10 @@ def trace(func, example_inputs=None, *args, **kwargs):
 
 def define(qualname, schema, *args, **kwargs):
     pass
-''',
+""",
 }
 
-MODEL = '''import torch
+MODEL = """import torch
 
 
 class M(torch.nn.Module):
@@ -83,9 +83,9 @@ class M(torch.nn.Module):
 
 model = M()
 example_args = (1,)
-'''
+"""
 
-SCRIPT = '''import torch
+SCRIPT = """import torch
 
 
 class M(torch.nn.Module):
@@ -96,7 +96,7 @@ class M(torch.nn.Module):
 if __name__ == "__main__":
     torch.export.export(M(), (1,))
     torch.export.export(M(), (2,))
-'''
+"""
 
 
 def make_venv(dest: Path) -> Path:

@@ -20,8 +20,7 @@ from exportlens import project, targets
 
 def export_spec(spec: dict) -> None:
     args = spec["example_args"]
-    torch.export.export(spec["model"], args if isinstance(args, tuple) else (args,), spec.get("example_kwargs"),
-                        dynamic_shapes=spec.get("dynamic_shapes"))
+    torch.export.export(spec["model"], args if isinstance(args, tuple) else (args,), spec.get("example_kwargs"), dynamic_shapes=spec.get("dynamic_shapes"))
 
 
 def main(folder: str) -> dict[str, str]:

@@ -48,4 +48,3 @@ def shape_errors(value: Any, tp: Any, where: str = "$") -> list[str]:
     if tp in (str, bool):
         return [] if isinstance(value, tp) else [f"{where}: expected {tp.__name__}, got {value!r}"[:200]]
     raise TypeError(f"{where}: shape_errors does not know {tp!r}")
-

@@ -38,8 +38,11 @@ def _imports(path: Path) -> set[str]:
                 continue
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                out.add(sub if (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists()
-                        or (PACKAGE.parent / sub.replace(".", "/") / "__init__.py").exists() else base)
+                out.add(
+                    sub
+                    if (PACKAGE.parent / sub.replace(".", "/")).with_suffix(".py").exists() or (PACKAGE.parent / sub.replace(".", "/") / "__init__.py").exists()
+                    else base
+                )
     out.discard(name)
     return out
 
@@ -57,7 +60,7 @@ def test_no_import_circle_inside_the_package() -> None:
         state[node] = 1
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt])
+                cycles.append(trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt])
             elif nxt not in state:
                 visit(nxt, trail + [nxt])
         state[node] = 2
@@ -78,16 +81,14 @@ def test_only_the_worker_imports_torch() -> None:
         if "worker" in path.relative_to(PACKAGE).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.split(".")[0] == "torch"]
     assert offenders == []
 
 
 def test_the_worker_imports_only_itself_and_the_wire_protocol() -> None:
     allowed = ("exportlens.worker", "exportlens.protocol")
-    bad = {mod: sorted(i for i in deps if not i.startswith(allowed))
-           for mod, deps in _graph().items() if mod.startswith("exportlens.worker")}
+    bad = {mod: sorted(i for i in deps if not i.startswith(allowed)) for mod, deps in _graph().items() if mod.startswith("exportlens.worker")}
     assert {m: d for m, d in bad.items() if d} == {}
 
 
@@ -98,19 +99,20 @@ def test_only_lsp_knows_lsp() -> None:
         if "lsp" in path.relative_to(PACKAGE).parts:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.split(".")[0] in ("lsprotocol", "pygls")]
     assert offenders == []
 
 
 def test_server_cli_findings_and_fixes_run_without_torch() -> None:
     """Importing every room but the worker leaves torch unloaded (the server must start without it)."""
-    code = ("import sys\n"
-            "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fixes.registry, exportlens.sarif\n"
-            "import exportlens.lsp.server\n"
-            "exportlens.lsp.server.create_server()\n"
-            "print('torch' in sys.modules)\n")
+    code = (
+        "import sys\n"
+        "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fixes.registry, exportlens.sarif\n"
+        "import exportlens.lsp.server\n"
+        "exportlens.lsp.server.create_server()\n"
+        "print('torch' in sys.modules)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
 

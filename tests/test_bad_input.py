@@ -67,9 +67,11 @@ def test_fifty_thousand_lines(engine: SyncEngine, project: Path) -> None:
 
 def test_file_outside_any_project(engine: SyncEngine, tmp_path: Path) -> None:
     path = tmp_path / "loose.py"  # no pyproject.toml, no .git: its folder is the project
-    path.write_text(GOOD + "model = M()\nexample_args = (torch.ones(2),)\n"
-                    "\n\nclass N(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n"
-                    "            return x\n        return -x\n\n\nmodel = N()\n")
+    path.write_text(
+        GOOD + "model = M()\nexample_args = (torch.ones(2),)\n"
+        "\n\nclass N(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n"
+        "            return x\n        return -x\n\n\nmodel = N()\n"
+    )
     assert spans(engine.check(path)) == [("loose.py", 14, 11, 14, 22, "data-dependent-guard")]
 
 
@@ -98,9 +100,11 @@ def test_factory_with_a_wrong_return(engine: SyncEngine, project: Path) -> None:
 
 def test_wrong_example_inputs(engine: SyncEngine, project: Path) -> None:
     path = project / "shapes.py"
-    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-                    "        self.fc = torch.nn.Linear(5, 6)\n\n    def forward(self, x):\n        return self.fc(x)\n\n\n"
-                    "model = M()\nexample_args = (torch.ones(3, 4),)\n")
+    path.write_text(
+        "import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(5, 6)\n\n    def forward(self, x):\n        return self.fc(x)\n\n\n"
+        "model = M()\nexample_args = (torch.ones(3, 4),)\n"
+    )
     (d,) = engine.check(path).diagnostics
     assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) == ("export-error", 9, 15, 25)
     assert "mat1 and mat2 shapes cannot be multiplied (3x4 and 5x6)" in d.message
@@ -136,8 +140,7 @@ def test_a_file_too_deeply_nested_to_compile_does_not_stop_a_folder_check(projec
     (project / "deep.py").write_text("x = 1" + " + 1" * 100_000 + "\n")
     shutil.copy(EXAMPLES / "data_dependent" / "item_branch.py", project / "item_branch.py")
     env = {**__import__("os").environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, "-m", "exportlens", "check", str(project)], capture_output=True, text=True,
-                         env=env, cwd=project, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "exportlens", "check", str(project)], capture_output=True, text=True, env=env, cwd=project, timeout=300)
     lines = out.stdout.splitlines()
     assert out.returncode == 1, out.stderr
     assert lines[0].startswith("deep.py:1:1: error[syntax-error]: The file cannot be compiled: it is nested too deeply")

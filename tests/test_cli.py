@@ -31,8 +31,7 @@ def test_text_reads_like_a_compiler() -> None:
     out = cli("check", "examples/data_dependent/item_branch.py")
     assert out.returncode == 1
     first = out.stdout.splitlines()[0]
-    assert first.startswith("examples/data_dependent/item_branch.py:9:12: error[data-dependent-guard]: "
-                            "Draft export could not decide `n > 2`")
+    assert first.startswith("examples/data_dependent/item_branch.py:9:12: error[data-dependent-guard]: Draft export could not decide `n > 2`")
     assert out.stdout.splitlines()[-1].startswith("1 problem in 1 target (")
 
 
@@ -43,7 +42,9 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     assert set(doc) == {"version", "torch", "targets", "diagnostics"}
     assert doc["version"] == 1 and doc["torch"] == "2.13.0+cpu"
     assert [(Path(t["file"]).name, t["line"], t["kind"], t["status"]) for t in doc["targets"]] == [
-        ("item_branch.py", 15, "export", "problems"), ("model.py", 16, "export", "ok")]
+        ("item_branch.py", 15, "export", "problems"),
+        ("model.py", 16, "export", "ok"),
+    ]
     assert all(isinstance(t["seconds"], float) for t in doc["targets"])
     (d,) = doc["diagnostics"]
     assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes"}
@@ -53,8 +54,11 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     preferred = [f for f in d["fixes"] if f["isPreferred"]]
     assert [f["title"] for f in preferred] == ["Add `torch._check(n > 2)` (assume the branch the example took)"]
     (edit,) = preferred[0]["edits"]
-    assert edit == {"file": d["file"], "range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}},
-                    "newText": "        torch._check(n > 2)\n"}
+    assert edit == {
+        "file": d["file"],
+        "range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}},
+        "newText": "        torch._check(n > 2)\n",
+    }
 
 
 def test_sarif_validates_against_the_published_schema() -> None:
@@ -63,9 +67,10 @@ def test_sarif_validates_against_the_published_schema() -> None:
     doc = json.loads(out.stdout)
     jsonschema.Draft4Validator(SCHEMA).validate(doc)
     results = doc["runs"][0]["results"]
-    assert [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
-             r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == [
-        ("missing-fake-kernel", "examples/missing_fake/model.py", 7), ("missing-fake-kernel", "examples/missing_fake/model.py", 13)]
+    assert [
+        (r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+        for r in results
+    ] == [("missing-fake-kernel", "examples/missing_fake/model.py", 7), ("missing-fake-kernel", "examples/missing_fake/model.py", 13)]
 
 
 def test_missing_path_is_a_usage_error() -> None:
@@ -107,39 +112,46 @@ def test_compile_and_trace_findings_in_every_format() -> None:
     assert text.stdout.splitlines()[0].startswith("examples/compile/print_first.py:7:5: warning[graph-break]: Graph break: ")
     doc = json.loads(cli("check", *files, "--format", "json").stdout)
     got = [(Path(d["file"]).name, d["range"]["start"]["line"], d["code"], d["severity"]) for d in doc["diagnostics"]]
-    assert got == [("print_first.py", 6, "graph-break", 2), ("check_inputs.py", 8, "trace-check-failed", 1),
-                   ("check_inputs.py", 17, "tracer-warning", 2)]
+    assert got == [("print_first.py", 6, "graph-break", 2), ("check_inputs.py", 8, "trace-check-failed", 1), ("check_inputs.py", 17, "tracer-warning", 2)]
     assert [(t["kind"], t["status"]) for t in doc["targets"]] == [("compile", "problems"), ("trace", "problems"), ("trace", "ok")]
     (fix,) = [f for f in doc["diagnostics"][0]["fixes"] if f["isPreferred"]]
     assert fix["edits"][0]["newText"] == "torch._dynamo.config.reorderable_logging_functions.add(print)\n"
     sarif = json.loads(cli("check", *files, "--format", "sarif").stdout)
     jsonschema.Draft4Validator(SCHEMA).validate(sarif)
     assert [(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]] == [
-        ("graph-break", "warning"), ("trace-check-failed", "error"), ("tracer-warning", "warning")]
+        ("graph-break", "warning"),
+        ("trace-check-failed", "error"),
+        ("tracer-warning", "warning"),
+    ]
 
 
 def test_fix_keeps_the_files_encoding_and_merges_fixes_of_one_file(tmp_path: Path) -> None:
     """Two findings in one latin-1 file with a BOM-less cookie: both fixed, bytes re-encoded alike."""
     (tmp_path / "pyproject.toml").write_text("")
     path = tmp_path / "model.py"
-    source = ("# -*- coding: latin-1 -*-\n# café\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n"
-              "        a = x.item()\n        if a > 2:\n            x = x * 2\n        b = y.item()\n        if b > 1:\n"
-              "            return x + 1\n        return x\n\n\nmodel = M()\nexample_args = (torch.tensor(5), torch.tensor(3))\n")
+    source = (
+        "# -*- coding: latin-1 -*-\n# café\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x, y):\n"
+        "        a = x.item()\n        if a > 2:\n            x = x * 2\n        b = y.item()\n        if b > 1:\n"
+        "            return x + 1\n        return x\n\n\nmodel = M()\nexample_args = (torch.tensor(5), torch.tensor(3))\n"
+    )
     path.write_bytes(source.encode("latin-1"))
     out = cli("check", str(path), "--fix", cwd=tmp_path)
     assert out.returncode == 1, out.stderr
     fixed = path.read_bytes().decode("latin-1")
     assert fixed == source.replace("        if a > 2:", "        torch._check(a > 2)\n        if a > 2:").replace(
-        "        if b > 1:", "        torch._check(b > 1)\n        if b > 1:")
+        "        if b > 1:", "        torch._check(b > 1)\n        if b > 1:"
+    )
     assert cli("check", str(path), cwd=tmp_path).returncode == 0
 
 
 def test_fix_lists_what_it_did_not_fix_and_why(tmp_path: Path) -> None:
     """A refused fix is said, with its reason; so is a problem no fixer knows."""
     path = tmp_path / "refused.py"
-    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        n = x.item()\n"
-                    "        while n > 2:\n            n = n - 1\n        return x * n\n\n\nmodel = M()\n"
-                    "example_args = (torch.tensor(5),)\n")
+    path.write_text(
+        "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        n = x.item()\n"
+        "        while n > 2:\n            n = n - 1\n        return x * n\n\n\nmodel = M()\n"
+        "example_args = (torch.tensor(5),)\n"
+    )
     before = path.read_text()
     out = cli("check", str(path), "--fix", cwd=tmp_path)
     assert out.returncode == 1
@@ -152,7 +164,13 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "TMPDIR": str(tmp)}
-    out = subprocess.run([sys.executable, "-m", "exportlens", "check", "examples/data_dependent/item_branch.py",
-                          "examples/compile/print_first.py"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "exportlens", "check", "examples/data_dependent/item_branch.py", "examples/compile/print_first.py"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert out.returncode == 1, out.stderr
     assert sorted(p.name for p in tmp.iterdir()) == []

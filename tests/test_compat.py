@@ -20,14 +20,22 @@ from exportlens.worker import compat
 # -- stand-ins for older torch APIs ------------------------------------------------------------
 
 
-def draft_export_2_8(mod: Any, args: Any, kwargs: Any = None, *, dynamic_shapes: Any = None,
-                     preserve_module_call_signature: Any = (), strict: bool = False) -> None:
+def draft_export_2_8(
+    mod: Any, args: Any, kwargs: Any = None, *, dynamic_shapes: Any = None, preserve_module_call_signature: Any = (), strict: bool = False
+) -> None:
     """Stand-in: torch 2.8's signature (no prefer_deferred_runtime_asserts_over_guards)."""
 
 
-def draft_export_2_13(mod: Any, args: Any, kwargs: Any = None, *, dynamic_shapes: Any = None,
-                      preserve_module_call_signature: Any = (), strict: bool = False,
-                      prefer_deferred_runtime_asserts_over_guards: bool = False) -> None:
+def draft_export_2_13(
+    mod: Any,
+    args: Any,
+    kwargs: Any = None,
+    *,
+    dynamic_shapes: Any = None,
+    preserve_module_call_signature: Any = (),
+    strict: bool = False,
+    prefer_deferred_runtime_asserts_over_guards: bool = False,
+) -> None:
     """Stand-in: torch 2.9+'s signature."""
 
 
@@ -65,8 +73,7 @@ def test_unsupported_message_names_both_versions() -> None:
 
 
 def test_parameter_probe_drops_what_torch_2_8_does_not_take() -> None:
-    options = {"dynamic_shapes": None, "strict": False, "preserve_module_call_signature": (),
-               "prefer_deferred_runtime_asserts_over_guards": False}
+    options = {"dynamic_shapes": None, "strict": False, "preserve_module_call_signature": (), "prefer_deferred_runtime_asserts_over_guards": False}
     assert compat.accepts(draft_export_2_13, "prefer_deferred_runtime_asserts_over_guards")
     assert not compat.accepts(draft_export_2_8, "prefer_deferred_runtime_asserts_over_guards")
     assert compat.export_options(draft_export_2_13, options) == options
@@ -94,14 +101,17 @@ def test_the_real_torch_probes_as_new() -> None:
     assert found["unbacked_value_hook"] == "set_real_tensor_prop_unbacked_vals"
 
 
-@pytest.mark.parametrize(("expr", "result", "expected"), [
-    ("Eq(u0, 1)", "1", "True"),  # torch ≤ 2.11's tensor condition
-    ("Eq(u0, 1)", "0", "False"),
-    ("u0 > 2", "1", "True"),
-    ("Eq(u0, 1)", "True", "True"),  # 2.12+
-    ("((u0 + 11)//u0)", "1", "1"),  # a value keeps its number
-    ("u0", "0", "0"),
-])
+@pytest.mark.parametrize(
+    ("expr", "result", "expected"),
+    [
+        ("Eq(u0, 1)", "1", "True"),  # torch ≤ 2.11's tensor condition
+        ("Eq(u0, 1)", "0", "False"),
+        ("u0 > 2", "1", "True"),
+        ("Eq(u0, 1)", "True", "True"),  # 2.12+
+        ("((u0 + 11)//u0)", "1", "1"),  # a value keeps its number
+        ("u0", "0", "0"),
+    ],
+)
 def test_condition_result(expr: str, result: str, expected: str) -> None:
     assert compat.condition_result(expr, result) == expected
 
@@ -148,8 +158,7 @@ def test_a_failing_warm_up_leaves_the_zygote_serving(tmp_path: Path, monkeypatch
         assert info["unsupported"] is None and info["compat"]["draft_export"]
         pid = info["pid"]
         for _ in range(2):  # served cold, by the same zygote, with the right findings
-            assert spans(eng.check(EXAMPLES / "data_dependent/item_branch.py")) == [
-                ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
+            assert spans(eng.check(EXAMPLES / "data_dependent/item_branch.py")) == [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
         assert eng.engine.worker.info["pid"] == pid
     finally:
         eng.close()
@@ -157,7 +166,7 @@ def test_a_failing_warm_up_leaves_the_zygote_serving(tmp_path: Path, monkeypatch
 
 # -- what older releases report, placed and told like 2.13's findings (server side, no torch) -----
 
-FLOAT_BRANCH = '''import torch
+FLOAT_BRANCH = """import torch
 
 
 class M(torch.nn.Module):
@@ -166,9 +175,9 @@ class M(torch.nn.Module):
         if s > 0:
             return x + 1
         return x - 1
-'''
+"""
 
-SPLIT = '''import torch
+SPLIT = """import torch
 
 
 class Chunker(torch.nn.Module):
@@ -176,7 +185,7 @@ class Chunker(torch.nn.Module):
         size = n.item()
         parts = x.split(size)
         return parts[0] * 2
-'''
+"""
 
 
 def _context(project: Path, path: Path) -> Any:
@@ -192,12 +201,19 @@ def test_float_item_bug_of_torch_2_12_is_explained_on_the_branch(project: Path) 
     path = project / "float_branch.py"
     path.write_text(FLOAT_BRANCH)
     event = {  # what the worker sends on torch <= 2.12 (measured on 2.8.0 and 2.12.1)
-        "event": "target", "name": "model", "file": str(path), "line": 1, "kind": "export", "seconds": 0.1,
-        "exception": {"type": "AssertionError", "message": "Unknown symbol zuf0 created by constraints solver",
-                      "chain": [], "syntax": None},
-        "torch_bug": {"kind": "float-item-assert", "symbol": "zuf0",
-                      "created": {"symbol": "zuf0", "file": str(path), "line": 6},
-                      "branch": {"symbol": "zuf0", "expr": "zuf0 > 0.0", "file": str(path), "line": 7}},
+        "event": "target",
+        "name": "model",
+        "file": str(path),
+        "line": 1,
+        "kind": "export",
+        "seconds": 0.1,
+        "exception": {"type": "AssertionError", "message": "Unknown symbol zuf0 created by constraints solver", "chain": [], "syntax": None},
+        "torch_bug": {
+            "kind": "float-item-assert",
+            "symbol": "zuf0",
+            "created": {"symbol": "zuf0", "file": str(path), "line": 6},
+            "branch": {"symbol": "zuf0", "expr": "zuf0 > 0.0", "file": str(path), "line": 7},
+        },
     }
     [d] = findings.from_event(_context(project, path), event)
     assert (d.code, d.range.start.line, d.range.start.character) == ("data-dependent-guard", 6, 11)
@@ -212,30 +228,37 @@ def test_split_asked_as_eq_zero_prefers_pinning(project: Path) -> None:
     path = project / "split.py"
     path.write_text(SPLIT)
     failure = {  # torch <= 2.12 asks `Eq(u0, 0)` first inside x.split(size)
-        "type": "DATA_DEPENDENT_ERROR", "expr": "Eq(u0, 0)", "result": "False", "occurrences": 3,
+        "type": "DATA_DEPENDENT_ERROR",
+        "expr": "Eq(u0, 0)",
+        "result": "False",
+        "occurrences": 3,
         "user_stack": [{"file": str(path), "line": 7, "name": "forward", "loc": "parts = x.split(size)"}],
         "frame_locals": {"loc": "parts = x.split(size)", "locals": {"size": ["u0"]}, "symbols": {}},
         "symbol_to_sources": {},
     }
-    event = {"event": "target", "name": "model", "file": str(path), "line": 1, "kind": "export", "seconds": 0.1,
-             "failures": [failure], "values": {"u0": 4}}
+    event = {"event": "target", "name": "model", "file": str(path), "line": 1, "kind": "export", "seconds": 0.1, "failures": [failure], "values": {"u0": 4}}
     [d] = findings.from_event(_context(project, path), event)
     assert d.data["pin"] == "size == 4" and "torch._check(size == 4)" in d.message
     quickfix.attach([d])
     assert [(f.title.split(":")[0], f.is_preferred) for f in d.fixes] == [
-        ("Pin the value", True), ("Add `torch._check(size != 0)` (settles only this first question)", False)]
+        ("Pin the value", True),
+        ("Add `torch._check(size != 0)` (settles only this first question)", False),
+    ]
 
 
-@pytest.mark.parametrize(("title", "gb_id", "kind"), [
-    ("Data-dependent branching", None, "branch"),  # 2.8-2.10 log it without an id
-    ("Data-dependent branching", "gb0170", "branch"),
-    ("copy.deepcopy()", "gb0179", "deepcopy"),  # 2.10/2.11
-    ("Attempted to copy.deepcopy a tensor", "gb4198", "deepcopy"),  # 2.12+
-    ("Unsupported Tensor.item() call with capture_scalar_outputs=False", None, "item"),
-    ("Failed to trace builtin operator", None, "builtin"),
-    ("Something new", "gb0170", "branch"),  # an unknown title still has its id
-    ("Something new", None, None),
-])
+@pytest.mark.parametrize(
+    ("title", "gb_id", "kind"),
+    [
+        ("Data-dependent branching", None, "branch"),  # 2.8-2.10 log it without an id
+        ("Data-dependent branching", "gb0170", "branch"),
+        ("copy.deepcopy()", "gb0179", "deepcopy"),  # 2.10/2.11
+        ("Attempted to copy.deepcopy a tensor", "gb4198", "deepcopy"),  # 2.12+
+        ("Unsupported Tensor.item() call with capture_scalar_outputs=False", None, "item"),
+        ("Failed to trace builtin operator", None, "builtin"),
+        ("Something new", "gb0170", "branch"),  # an unknown title still has its id
+        ("Something new", None, None),
+    ],
+)
 def test_graph_breaks_are_told_apart_by_title(title: str, gb_id: str | None, kind: str | None) -> None:
     from exportlens.findings.compile import break_kind
 
@@ -243,6 +266,7 @@ def test_graph_breaks_are_told_apart_by_title(title: str, gb_id: str | None, kin
 
 
 # -- a torch without draft_export: one clear message, one zygote --------------------------------
+
 
 def test_torch_without_draft_export_gets_one_message(tmp_path: Path) -> None:
     import json
@@ -259,8 +283,9 @@ def test_torch_without_draft_export_gets_one_message(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), STARTS_ENV: str(starts)}
 
     def check(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "exportlens", "check", str(proj), "--python", str(python), *extra],
-                              capture_output=True, text=True, env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "exportlens", "check", str(proj), "--python", str(python), *extra], capture_output=True, text=True, env=env, timeout=300
+        )
 
     out = check()
     assert out.returncode == 2, out.stderr

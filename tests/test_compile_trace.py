@@ -24,7 +24,7 @@ from exportlens.findings.compile import what_changed
 from exportlens.model import Diagnostic
 
 # What the worker will do for these files (job.py + compile_watch/trace_watch), once per file.
-HARNESS = r'''
+HARNESS = r"""
 import json, os, runpy, sys
 import torch
 from exportlens.worker import compile_watch, trace_watch
@@ -63,17 +63,15 @@ for file in sys.argv[3:]:
         for line in fh:
             sys.stdout.write(json.dumps({"source": file, **json.loads(line)}) + "\n")
     os.waitpid(pid, 0)
-'''
+"""
 
-COMPILE = ["branch.py", "fullgraph_branch.py", "item.py", "print_first.py", "helper_call.py", "deepcopy_state.py",
-           "recompile_shapes.py", "recompile_number.py"]
+COMPILE = ["branch.py", "fullgraph_branch.py", "item.py", "print_first.py", "helper_call.py", "deepcopy_state.py", "recompile_shapes.py", "recompile_number.py"]
 TRACE = ["tracer_warnings.py", "check_inputs.py"]
 
 
 def run_examples(files: list[Path], backend: str = "eager") -> list[dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, "-c", HARNESS, str(EXAMPLES), backend, *map(str, files)],
-                         capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run([sys.executable, "-c", HARNESS, str(EXAMPLES), backend, *map(str, files)], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return [json.loads(line) for line in out.stdout.splitlines()]
 
@@ -108,7 +106,7 @@ def span(d: Diagnostic) -> tuple[str, int, int, int, int, str]:
 
 
 def text(d: Diagnostic) -> str:
-    return Path(d.file).read_text().splitlines()[d.range.start.line][d.range.start.character:d.range.end.character]
+    return Path(d.file).read_text().splitlines()[d.range.start.line][d.range.start.character : d.range.end.character]
 
 
 # example file name → sorted [(file name, line, char, end line, end char, code)], 0-based like LSP, from examples/EXPECTED.json
@@ -156,7 +154,9 @@ def test_data_dependent_branch(diags: dict[str, list[Diagnostic]]) -> None:
     assert d.data["fix"] == "torch_cond" and d.data["title"] == "Data-dependent branching"
     assert d.data["compiled"]["name"] == "forward"
     assert [(os.path.basename(r.file), r.range.start.line, r.message) for r in d.related] == [
-        ("branch.py", 15, "called from here (module)"), ("branch.py", 14, "compiled here with torch.compile")]
+        ("branch.py", 15, "called from here (module)"),
+        ("branch.py", 14, "compiled here with torch.compile"),
+    ]
 
 
 def test_fullgraph_break_is_an_error(diags: dict[str, list[Diagnostic]]) -> None:
@@ -219,8 +219,10 @@ def test_recompile_on_a_python_number(diags: dict[str, list[Diagnostic]]) -> Non
     assert d.data["guard"] == "offset == 1"
     assert d.data["fixes"] == [{"fix": "pass_as_tensor", "name": "offset"}]
     assert [(r.range.start.line, r.message) for r in d.related] == [
-        (13, "this call triggered the recompile"), (6, "the guarded value is used here"),
-        (10, "compiled here with torch.compile")]
+        (13, "this call triggered the recompile"),
+        (6, "the guarded value is used here"),
+        (10, "compiled here with torch.compile"),
+    ]
 
 
 def test_tracer_warnings(diags: dict[str, list[Diagnostic]]) -> None:
@@ -248,26 +250,28 @@ def test_parsers_on_torch_text() -> None:
     rec = compile_watch.parse_recompile(
         "Recompiling function fn in /p/m.py:30\n    triggered by the following guard failure(s):\n"
         "    - 0/1: tensor 'x' size mismatch at index 0. expected 2, actual 3\n"
-        "    - 0/0: tensor 'x' size mismatch at index 0. expected 1, actual 3")
+        "    - 0/0: tensor 'x' size mismatch at index 0. expected 1, actual 3"
+    )
     assert rec is not None and rec["code"] == {"file": "/p/m.py", "line": 30, "name": "fn"}
     assert [f["compile_id"] for f in rec["failures"]] == ["0/1", "0/0"] and rec["failed_entries"] == 2
     limit = compile_watch.parse_limit(
         "torch._dynamo hit config.recompile_limit (8)\n   function: 'fn_static' (/p/m.py:34)\n"
-        "   last reason: 0/7: tensor 'x' size mismatch at index 0. expected 7, actual 8\n")
+        "   last reason: 0/7: tensor 'x' size mismatch at index 0. expected 7, actual 8\n"
+    )
     assert limit is not None and limit["limit"] == 8 and limit["compile_id"] == "0/7"
     assert limit["reason"] == "tensor 'x' size mismatch at index 0. expected 7, actual 8"
     dup = compile_watch.parse_graph_break(
         "Graph break (user stack suppressed due to duplicate graph break) in user code at /p/h.py:5\n"
         "Graph Break Reason: Data-dependent branching\n  Explanation: Detected data-dependent branching.\n"
         "  Hint: Use `torch.cond` to express dynamic control flow.\n\n For more details about this graph break, "
-        "please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html")
+        "please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0170.html"
+    )
     assert dup is not None and dup["duplicate"] and dup["gb_id"] == "gb0170"
     assert dup["frames"] == [{"file": "/p/h.py", "line": 5}] and dup["hints"] == ["Use `torch.cond` to express dynamic control flow."]
     assert what_changed("x == 2.5")["kind"] == "value"
 
 
-@pytest.mark.parametrize("name", ["compile/branch.py", "compile/helper_call.py", "compile/fullgraph_branch.py",
-                                  "trace/check_inputs.py"])
+@pytest.mark.parametrize("name", ["compile/branch.py", "compile/helper_call.py", "compile/fullgraph_branch.py", "trace/check_inputs.py"])
 def test_engine_end_to_end(engine: SyncEngine, name: str) -> None:
     result = engine.check(EXAMPLES / name)
     assert sorted(spans(result)) == EXPECTED[os.path.basename(name)]

@@ -27,8 +27,11 @@ def _args(*argv: str) -> argparse.Namespace:
 
 
 def test_every_key_is_read(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, 'targets = ["m.py:make"]\nignore = ["recompile"]\nselect = ["data-dependent-guard", "graph-break"]\n'
-                            'timeout = 30\npython = "venv/bin/python"\ncompile-backend = "aot_eager"\nexclude = ["scratch/*"]\n')
+    cfg = _config(
+        tmp_path,
+        'targets = ["m.py:make"]\nignore = ["recompile"]\nselect = ["data-dependent-guard", "graph-break"]\n'
+        'timeout = 30\npython = "venv/bin/python"\ncompile-backend = "aot_eager"\nexclude = ["scratch/*"]\n',
+    )
     assert cfg.errors == []
     assert cfg.targets == ["m.py:make"]
     assert cfg.ignore == ["recompile"]
@@ -40,17 +43,20 @@ def test_every_key_is_read(tmp_path: Path) -> None:
     assert _config(tmp_path, 'python = "python3.12"\n').python == "python3.12"  # a command name stays one
 
 
-@pytest.mark.parametrize(("body", "key", "says"), [
-    ('targets = "m.py:make"\n', "targets", 'targets must be a list of "path/file.py:factory" strings'),
-    ('ignore = ["data-dependent-gaurd"]\n', "ignore", "ignore: unknown code 'data-dependent-gaurd'"),
-    ('select = "graph-break"\n', "select", "select must be a list of diagnostic codes"),
-    ('timeout = -1\n', "timeout", "timeout must be a number of seconds between 0 and 86400, got -1"),
-    ('timeout = "30"\n', "timeout", "timeout must be a number of seconds"),
-    ('python = ""\n', "python", "python must be the path (or command name) of an interpreter"),
-    ('compile-backend = "cuda"\n', "compile-backend", "compile-backend must be one of eager, aot_eager, inductor, got 'cuda'"),
-    ('exclude = "a/*"\n', "exclude", "exclude must be a list of glob strings"),
-    ('timeuot = 3\n', "timeuot", "unknown key 'timeuot' (known keys: targets, ignore, select, timeout, python"),
-])
+@pytest.mark.parametrize(
+    ("body", "key", "says"),
+    [
+        ('targets = "m.py:make"\n', "targets", 'targets must be a list of "path/file.py:factory" strings'),
+        ('ignore = ["data-dependent-gaurd"]\n', "ignore", "ignore: unknown code 'data-dependent-gaurd'"),
+        ('select = "graph-break"\n', "select", "select must be a list of diagnostic codes"),
+        ("timeout = -1\n", "timeout", "timeout must be a number of seconds between 0 and 86400, got -1"),
+        ('timeout = "30"\n', "timeout", "timeout must be a number of seconds"),
+        ('python = ""\n', "python", "python must be the path (or command name) of an interpreter"),
+        ('compile-backend = "cuda"\n', "compile-backend", "compile-backend must be one of eager, aot_eager, inductor, got 'cuda'"),
+        ('exclude = "a/*"\n', "exclude", "exclude must be a list of glob strings"),
+        ("timeuot = 3\n", "timeuot", "unknown key 'timeuot' (known keys: targets, ignore, select, timeout, python"),
+    ],
+)
 def test_bad_value_is_named_by_its_key(tmp_path: Path, body: str, key: str, says: str) -> None:
     cfg = _config(tmp_path, 'select = ["graph-break"]\n' * (key != "select") + body)
     (err,) = cfg.errors
@@ -98,8 +104,7 @@ def test_bad_value_in_the_engine_is_a_diagnostic_on_pyproject(engine: SyncEngine
     _config(tmp_path, 'select = ["data-dependent-guard"]\ntimeout = "soon"\n')
     res = engine.check(path)
     assert spans(res) == [("m.py", 8, 11, 8, 16, "data-dependent-guard"), ("pyproject.toml", 5, 0, 5, 16, "config-error")]
-    assert res.diagnostics[1].message == ("pyproject.toml: [tool.exportlens] timeout must be a number of seconds between 0 and 86400, "
-                                          "got 'soon'")
+    assert res.diagnostics[1].message == ("pyproject.toml: [tool.exportlens] timeout must be a number of seconds between 0 and 86400, got 'soon'")
 
 
 def test_cli_reads_pyproject_and_exits_2_on_a_bad_value(tmp_path: Path) -> None:
@@ -112,8 +117,10 @@ def test_cli_reads_pyproject_and_exits_2_on_a_bad_value(tmp_path: Path) -> None:
     _config(tmp_path, 'compile-backend = "fast"\n')
     out = cli("check", str(path))
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.strip() == (f"exportlens: error: {tmp_path / 'pyproject.toml'}:5: pyproject.toml: [tool.exportlens] "
-                                  "compile-backend must be one of eager, aot_eager, inductor, got 'fast'")
+    assert out.stderr.strip() == (
+        f"exportlens: error: {tmp_path / 'pyproject.toml'}:5: pyproject.toml: [tool.exportlens] "
+        "compile-backend must be one of eager, aot_eager, inductor, got 'fast'"
+    )
 
 
 def test_cli_uses_pyproject_python(tmp_path: Path) -> None:

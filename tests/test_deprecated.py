@@ -13,7 +13,7 @@ from exportlens import deprecated
 from exportlens.fixes import apply_edits, registry
 from exportlens.source import Source
 
-SIZE_MODEL = '''import torch
+SIZE_MODEL = """import torch
 import torch as T
 from torch import _check_is_size
 
@@ -29,19 +29,23 @@ class M(torch.nn.Module):
 
 model = M()
 example_args = (torch.tensor(3),)
-'''
+"""
 
 
 def test_check_is_size_gets_a_hint_and_a_rewrite() -> None:
     diags = deprecated.check(Source("m.py", SIZE_MODEL))
     assert [(d.code, d.severity, d.range.start.line, d.range.start.character, d.range.end.character) for d in diags] == [
-        ("deprecated-api", 4, 8, 8, 31), ("deprecated-api", 4, 9, 8, 31), ("deprecated-api", 4, 10, 8, 32)]
+        ("deprecated-api", 4, 8, 8, 31),
+        ("deprecated-api", 4, 9, 8, 31),
+        ("deprecated-api", 4, 10, 8, 32),
+    ]
     assert "Use `torch._check(n >= 0)`" in diags[0].message
     fixes = [registry.fixes_for(d, lambda p: SIZE_MODEL) for d in diags]
     assert [[f.title for f in fs] for fs in fixes] == [
         ["Replace with `torch._check(n >= 0)` (the same check, not deprecated)"],
         ["Replace with `T._check((n - 1) >= 0)` (the same check, not deprecated)"],
-        []]  # `max=` has no one-to-one rewrite
+        [],
+    ]  # `max=` has no one-to-one rewrite
     fixed = apply_edits(SIZE_MODEL, [*fixes[0][0].edits, *fixes[1][0].edits])
     assert "        torch._check(n >= 0)\n        T._check((n - 1) >= 0)\n" in fixed
 
@@ -55,8 +59,11 @@ def test_hint_comes_from_the_engine_without_running_anything_new(engine: SyncEng
 
 
 def test_exportlens_never_suggests_check_is_size() -> None:
-    offenders = [str(p.relative_to(ROOT)) for p in (ROOT / "server/exportlens").rglob("*.py")
-                 if "_check_is_size" in p.read_text() and p.name not in ("deprecated.py", "codes.py")]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "server/exportlens").rglob("*.py")
+        if "_check_is_size" in p.read_text() and p.name not in ("deprecated.py", "codes.py")
+    ]
     assert offenders == []
     from exportlens.codes import CODES
 
@@ -65,17 +72,15 @@ def test_exportlens_never_suggests_check_is_size() -> None:
 
 def test_trace_findings_say_migrate_with_the_export_call(engine: SyncEngine) -> None:
     res = engine.check(EXAMPLES / "trace" / "tracer_warnings.py")
-    assert res.diagnostics and all("TorchScript (torch.jit.trace) is deprecated: migrate to torch.export" in d.message
-                                   for d in res.diagnostics)
+    assert res.diagnostics and all("TorchScript (torch.jit.trace) is deprecated: migrate to torch.export" in d.message for d in res.diagnostics)
     gate = next(d for d in res.diagnostics if d.range.start.line == 6)
     fill = next(d for d in res.diagnostics if d.range.start.line == 12)
-    assert gate.data["export_call"] == ("class Gate(torch.nn.Module):\n    def forward(self, x):\n        return gate(x)\n\n"
-                                        "ep = torch.export.export(Gate(), (torch.ones(3),))")
-    assert "`class Gate(torch.nn.Module): def forward(self, x): return gate(x); ep = torch.export.export(Gate(), " \
-           "(torch.ones(3),))`" in gate.message
+    assert gate.data["export_call"] == (
+        "class Gate(torch.nn.Module):\n    def forward(self, x):\n        return gate(x)\n\nep = torch.export.export(Gate(), (torch.ones(3),))"
+    )
+    assert "`class Gate(torch.nn.Module): def forward(self, x): return gate(x); ep = torch.export.export(Gate(), (torch.ones(3),))`" in gate.message
     # the suggested call really exports a function without a data-dependent branch (real torch, a fresh interpreter)
     functions = (EXAMPLES / "trace" / "tracer_warnings.py").read_text().split('if __name__ == "__main__":')[0]
     script = functions + fill.data["export_call"] + "\nprint(type(ep).__name__)\n"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.stdout.strip() == "ExportedProgram", out.stderr[-2000:]

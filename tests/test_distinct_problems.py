@@ -27,14 +27,19 @@ from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens.model import ERROR, WARNING, Diagnostic
 
-TORCH_CODE = {"DATA_DEPENDENT_ERROR": "data-dependent-guard", "GUARD_ADDED": "guard-added",
-              "MISSING_FAKE_KERNEL": "missing-fake-kernel", "MISMATCHED_FAKE_KERNEL": "mismatched-fake-kernel"}
+TORCH_CODE = {
+    "DATA_DEPENDENT_ERROR": "data-dependent-guard",
+    "GUARD_ADDED": "guard-added",
+    "MISSING_FAKE_KERNEL": "missing-fake-kernel",
+    "MISMATCHED_FAKE_KERNEL": "mismatched-fake-kernel",
+}
 
 
 def torch_report() -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, str(ROOT / "tests" / "draft_report.py"), str(EXAMPLES)],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "draft_report.py"), str(EXAMPLES)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return dict(json.loads(out.stdout))
 
@@ -66,10 +71,10 @@ def test_one_problem_per_distinct_failure_in_torchs_report(engine: SyncEngine) -
         for t in result.targets:
             if t.kind != "export":
                 continue
-            found = {problem_key(d) for d in result.diagnostics
-                     if d.severity in (ERROR, WARNING) and t.name in d.target.split(", ")}
+            found = {problem_key(d) for d in result.diagnostics if d.severity in (ERROR, WARNING) and t.name in d.target.split(", ")}
             mine[f"{file}:{t.name}"] = [code for code, _ in found]
     assert sorted(mine) == sorted(report)
-    differ = {key: (Counter(mine[key]), Counter(torch_problems(entry))) for key, entry in report.items()
-              if Counter(mine[key]) != Counter(torch_problems(entry))}
+    differ = {
+        key: (Counter(mine[key]), Counter(torch_problems(entry))) for key, entry in report.items() if Counter(mine[key]) != Counter(torch_problems(entry))
+    }
     assert differ == {}

@@ -36,9 +36,14 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
     fixable = {(d.file, d.code, d.target) for d in problems if any(f.is_preferred for f in registry.fixes_for(d))}
     broken_before = {k: v for k, v in _plain_export(work).items() if v != "ok"}
     assert set(broken_before) == {  # the oracle can fail: these are the examples export rejects
-        "constraint/model.py:model", "data_dependent/item_branch.py:export at item_branch.py:15",
-        "data_dependent/split_sizes.py:model", "data_dependent/tensor_branch.py:model",
-        "factory/build.py:build.py:make_target", "missing_fake/model.py:model", "library_op/model.py:model", "two_files/model.py:model",
+        "constraint/model.py:model",
+        "data_dependent/item_branch.py:export at item_branch.py:15",
+        "data_dependent/split_sizes.py:model",
+        "data_dependent/tensor_branch.py:model",
+        "factory/build.py:build.py:make_target",
+        "missing_fake/model.py:model",
+        "library_op/model.py:model",
+        "two_files/model.py:model",
     }, broken_before
 
     applied = registry.apply_preferred(report.diagnostics, write=True)
@@ -49,8 +54,10 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
 
     exported = sum(1 for v in after.values() if v == "ok")
     fixed = len(fixable) - len({(d.file, d.code, d.target) for d in report_after.diagnostics if d.severity <= 2})
-    print(f"\nfix efficacy: {exported}/{len(after)} targets pass plain torch.export.export after the preferred fixes; "
-          f"{fixed}/{len(fixable)} fixable findings gone ({100.0 * exported / len(after):.0f} %)")
+    print(
+        f"\nfix efficacy: {exported}/{len(after)} targets pass plain torch.export.export after the preferred fixes; "
+        f"{fixed}/{len(fixable)} fixable findings gone ({100.0 * exported / len(after):.0f} %)"
+    )
     assert after == {k: "ok" for k in after}, after
     assert remaining == []
     assert len(fixable) == len({(d.file, d.code, d.target) for d in problems}), "every example problem has a preferred fix"
@@ -63,8 +70,14 @@ def test_compile_fixes_remove_their_findings(engine: SyncEngine, tmp_path: Path)
     folder = str(work / "compile")
     before = engine.call(engine.engine.check_paths([folder])).diagnostics
     with_fix = {(os.path.basename(d.file), d.code) for d in before if any(f.is_preferred for f in registry.fixes_for(d))}
-    assert with_fix == {("branch.py", "graph-break"), ("clamp_helpers.py", "graph-break"), ("fullgraph_branch.py", "graph-break"),
-                        ("item.py", "graph-break"), ("print_first.py", "graph-break"), ("recompile_shapes.py", "recompile")}
+    assert with_fix == {
+        ("branch.py", "graph-break"),
+        ("clamp_helpers.py", "graph-break"),
+        ("fullgraph_branch.py", "graph-break"),
+        ("item.py", "graph-break"),
+        ("print_first.py", "graph-break"),
+        ("recompile_shapes.py", "recompile"),
+    }
     applied = registry.apply_preferred(before, write=True)
     assert sorted(os.path.basename(p) for p in applied.changed) == sorted({f for f, _ in with_fix})
     after = engine.call(engine.engine.check_paths([folder])).diagnostics

@@ -15,8 +15,9 @@ EXPORT_EXAMPLES = sorted(k for k in EXPECTED_EXAMPLES if not k.startswith(("comp
 
 def test_expected_json_covers_every_example_file() -> None:
     """Every .py under examples/ is checked (a key) or is a helper a checked file's diagnostics land in."""
-    files = {p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*.py")
-             if LIBRARY_SOURCES not in p.parents}  # the library itself is installed into site-packages
+    files = {
+        p.relative_to(EXAMPLES).as_posix() for p in EXAMPLES.rglob("*.py") if LIBRARY_SOURCES not in p.parents
+    }  # the library itself is installed into site-packages
     helpers = {d["file"] for diags in EXPECTED_EXAMPLES.values() for d in diags} - set(EXPECTED_EXAMPLES)
     assert files == set(EXPECTED_EXAMPLES) | helpers
 
@@ -81,11 +82,13 @@ def test_missing_fake_kernel_keeps_the_op_profile(engine: SyncEngine) -> None:
     call = next(d for d in diags if d.data["role"] == "call")
     assert call.data["qualname"] == "exportlens_demo::nonzero_rows"
     assert call.data["definition"]["kind"] == "custom_op" and call.data["definition"]["line"] == 6
-    assert call.data["profiles"] == [{
-        "args": [{"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"}],
-        "out": {"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"},
-        "sizes": {"args": [[3, 2]], "out": [[2, 2]]},  # the real sizes: one row of three was dropped
-    }]
+    assert call.data["profiles"] == [
+        {
+            "args": [{"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"}],
+            "out": {"rank": 2, "dtype": "torch.float32", "device": "cpu", "layout": "torch.strided"},
+            "sizes": {"args": [[3, 2]], "out": [[2, 2]]},  # the real sizes: one row of three was dropped
+        }
+    ]
     assert "@nonzero_rows.register_fake" in call.message
 
 
@@ -115,8 +118,7 @@ def test_op_profiles_are_saved_in_torchs_format(engine: SyncEngine, examples_cop
     path = examples_copy / "missing_fake/model.py"
     result = engine.check(path, save_op_profiles=True)
     (saved,) = result.op_profiles
-    assert saved == {"target": "model", "file": str(examples_copy / "missing_fake/model.op_profiles.yaml"),
-                     "ops": ["exportlens_demo.nonzero_rows.default"]}
+    assert saved == {"target": "model", "file": str(examples_copy / "missing_fake/model.op_profiles.yaml"), "ops": ["exportlens_demo.nonzero_rows.default"]}
     text = (examples_copy / "missing_fake/model.op_profiles.yaml").read_text()
     assert text.startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:\n")
 
@@ -154,5 +156,13 @@ def test_sarif_result_levels_equal_their_rules_default_level(engine: SyncEngine)
             allowed = DELIBERATE_LEVELS.get((diag.code, result["level"]))
             assert allowed is not None and allowed(diag.data), (diag.code, result["level"], diag.file, diag.range.start.line)
         checked.add(diag.code)
-    assert {"data-dependent-guard", "guard-added", "missing-fake-kernel", "mismatched-fake-kernel",
-            "graph-break", "recompile", "tracer-warning", "trace-check-failed"} <= checked
+    assert {
+        "data-dependent-guard",
+        "guard-added",
+        "missing-fake-kernel",
+        "mismatched-fake-kernel",
+        "graph-break",
+        "recompile",
+        "tracer-warning",
+        "trace-check-failed",
+    } <= checked

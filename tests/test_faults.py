@@ -11,7 +11,7 @@ from conftest import EXAMPLES, SyncEngine, spans
 
 from exportlens.engine import EngineSettings
 
-MODEL = '''import torch
+MODEL = """import torch
 
 
 class M(torch.nn.Module):
@@ -22,7 +22,7 @@ class M(torch.nn.Module):
 
 model = M()
 example_args = (torch.ones(3),)
-'''
+"""
 
 
 def _write(project: Path, body: str, name: str = "faulty.py") -> Path:
@@ -39,8 +39,7 @@ def fast_engine() -> SyncEngine:
 
 
 def _still_correct(eng: SyncEngine) -> None:
-    assert spans(eng.check(EXAMPLES / "data_dependent/item_branch.py")) == [
-        ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
+    assert spans(eng.check(EXAMPLES / "data_dependent/item_branch.py")) == [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
 
 
 @pytest.mark.parametrize(
@@ -53,8 +52,7 @@ def _still_correct(eng: SyncEngine) -> None:
         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "worker-crashed", "crashed", "SIGKILL"),
     ],
 )
-def test_process_faults_become_findings(fast_engine: SyncEngine, project: Path, body: str, code: str,
-                                        status: str, words: str) -> None:
+def test_process_faults_become_findings(fast_engine: SyncEngine, project: Path, body: str, code: str, status: str, words: str) -> None:
     path = _write(project, body)
     result = fast_engine.check(path)
     (d,) = result.diagnostics
@@ -71,8 +69,7 @@ def test_process_faults_become_findings(fast_engine: SyncEngine, project: Path, 
         ("x = [0] * (10 ** 10)", "export-error", 5, "MemoryError"),
     ],
 )
-def test_exceptions_in_forward(fast_engine: SyncEngine, project: Path, body: str, code: str, line: int,
-                               words: str) -> None:
+def test_exceptions_in_forward(fast_engine: SyncEngine, project: Path, body: str, code: str, line: int, words: str) -> None:
     path = _write(project, body)
     (d,) = fast_engine.check(path).diagnostics
     assert (d.code, d.range.start.line) == (code, line)
@@ -126,8 +123,10 @@ def test_zygote_restarts_after_it_dies(project: Path) -> None:
 def test_big_parallel_ops_in_a_job_do_not_hang(fast_engine: SyncEngine, project: Path) -> None:
     """OpenMP pools do not survive fork: the zygote never starts one, so jobs may (docs/torch-facts.md §5)."""
     path = project / "matmul.py"
-    path.write_text("import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-                    "        return (x @ x).sort(dim=1).values\n\n\nmodel = M()\nexample_args = (torch.randn(2000, 2000),)\n")
+    path.write_text(
+        "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return (x @ x).sort(dim=1).values\n\n\nmodel = M()\nexample_args = (torch.randn(2000, 2000),)\n"
+    )
     for _ in range(2):
         result = fast_engine.check(path)
         assert [t.status for t in result.targets] == ["ok"] and result.diagnostics == []
@@ -157,8 +156,10 @@ def test_sys_exit_zero_at_import_is_not_a_silent_clean(fast_engine: SyncEngine, 
 
 def test_system_exit_in_a_forward_called_from_a_script(fast_engine: SyncEngine, project: Path) -> None:
     path = project / "script_exit.py"
-    path.write_text("import sys\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
-                    "        sys.exit(0)\n\n\ntorch.export.export(M(), (torch.ones(2),))\n")
+    path.write_text(
+        "import sys\n\nimport torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+        "        sys.exit(0)\n\n\ntorch.export.export(M(), (torch.ones(2),))\n"
+    )
     result = fast_engine.check(path)
     (d,) = result.diagnostics
     assert (d.code, d.range.start.line) == ("target-error", 7)
@@ -168,8 +169,7 @@ def test_system_exit_in_a_forward_called_from_a_script(fast_engine: SyncEngine, 
 
 def test_a_script_that_replaces_torch_export_export(fast_engine: SyncEngine, project: Path) -> None:
     path = project / "replaces.py"
-    path.write_text("import torch\n\ntorch.export.export = lambda *args, **kwargs: None\n"
-                    "torch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
+    path.write_text("import torch\n\ntorch.export.export = lambda *args, **kwargs: None\ntorch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
     result = fast_engine.check(path)
     (d,) = result.diagnostics
     assert d.code == "target-error" and "replaced torch.export.export" in d.message
@@ -177,8 +177,7 @@ def test_a_script_that_replaces_torch_export_export(fast_engine: SyncEngine, pro
 
 def test_a_target_the_script_never_reaches(fast_engine: SyncEngine, project: Path) -> None:
     path = project / "unreached.py"
-    path.write_text("import torch\n\nif torch.__version__ == 'never':\n"
-                    "    torch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
+    path.write_text("import torch\n\nif torch.__version__ == 'never':\n    torch.export.export(torch.nn.Linear(2, 2), (torch.ones(2),))\n")
     result = fast_engine.check(path)
     (d,) = result.diagnostics
     assert (d.code, d.range.start.line) == ("target-error", 3)

@@ -48,8 +48,11 @@ def test_the_library_lives_outside_the_project() -> None:
 def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: SyncEngine) -> None:
     result = engine.check(LIB_PROJECT / "detect.py")
     got = [(os.path.basename(d.file), rng(d.range), d.code) for d in result.diagnostics]
-    assert got == [("detect.py", BOUNDARY, "data-dependent-guard"), ("detect.py", BOUNDARY, "data-dependent-guard"),
-                   ("detect.py", BOUNDARY, "missing-fake-kernel")]
+    assert got == [
+        ("detect.py", BOUNDARY, "data-dependent-guard"),
+        ("detect.py", BOUNDARY, "data-dependent-guard"),
+        ("detect.py", BOUNDARY, "missing-fake-kernel"),
+    ]
     first, second, fake = result.diagnostics
     # the library line as related location: the real file in site-packages, the exact expression
     assert library_related(first) == [("detector.py", (16, 11, 16, 30))]
@@ -60,12 +63,17 @@ def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: Sync
     assert "`boxes.shape[0] == 0`" in first.message and "minilib/detector.py:17" in first.message
     assert "`num_kept > max_keep`" in second.message and "torch saw `u2 > 2`" in second.message
     assert "minilib/postprocess.py:8" in second.message and "never edits it" in second.message
-    assert second.data["library_frame"] == {"file": str(MINILIB / "postprocess.py"), "line": 8, "function": "limit_detections",
-                                            "source": "if num_kept > max_keep:", "package": "minilib"}
+    assert second.data["library_frame"] == {
+        "file": str(MINILIB / "postprocess.py"),
+        "line": 8,
+        "function": "limit_detections",
+        "source": "if num_kept > max_keep:",
+        "package": "minilib",
+    }
     assert [f["function"] for f in second.data["library_chain"]] == ["forward", "TinyDetector.forward", "limit_detections"]
     assert second.data["library_chain"][0]["source"] == "boxes = self.detector(images)"  # the project's line, as written
     assert second.data["upstream_search"] == "minilib limit_detections torch.export data-dependent"
-    assert "register_fake(\"minilib::decode_boxes\")" in fake.message
+    assert 'register_fake("minilib::decode_boxes")' in fake.message
     assert [t.status for t in result.targets] == ["problems"]
 
 
@@ -76,10 +84,14 @@ def test_fixes_never_edit_the_library(engine: SyncEngine, tmp_path: Path) -> Non
     edited = {e.file for d in result.diagnostics for f in d.fixes for e in f.edits}
     assert edited == {str(LIB_PROJECT / "detect.py")}  # only the fake kernel, registered in the project
     (fix,) = next(d for d in result.diagnostics if d.code == "missing-fake-kernel").fixes
-    assert (fix.edits[0].range.start.line, fix.edits[0].new_text.strip()) == (6, (
-        '@torch.library.register_fake("minilib::decode_boxes")\ndef _decode_boxes_fake(deltas):\n'
-        '    ctx = torch.library.get_ctx()\n'
-        '    return torch.empty((ctx.new_dynamic_size(), deltas.shape[1]), dtype=torch.float32, device=deltas.device)'))
+    assert (fix.edits[0].range.start.line, fix.edits[0].new_text.strip()) == (
+        6,
+        (
+            '@torch.library.register_fake("minilib::decode_boxes")\ndef _decode_boxes_fake(deltas):\n'
+            "    ctx = torch.library.get_ctx()\n"
+            "    return torch.empty((ctx.new_dynamic_size(), deltas.shape[1]), dtype=torch.float32, device=deltas.device)"
+        ),
+    )
     # with the fake kernel registered in the project, that finding is gone and the guards stay
     work = tmp_path / "library_project"
     work.mkdir()
@@ -95,16 +107,19 @@ def test_fixes_never_edit_the_library(engine: SyncEngine, tmp_path: Path) -> Non
 def test_fix_registry_refuses_edits_outside_the_project(tmp_path: Path) -> None:
     lib = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "somelib"
     lib.mkdir(parents=True)
-    (lib / "ops.py").write_text('import torch\n\n\n@torch.library.custom_op("somelib::op", mutates_args=())\n'
-                                "def op(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n")
+    (lib / "ops.py").write_text(
+        'import torch\n\n\n@torch.library.custom_op("somelib::op", mutates_args=())\ndef op(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n'
+    )
     proj = tmp_path / "proj"
     proj.mkdir()
     (proj / "pyproject.toml").write_text("")
     (proj / "model.py").write_text("import torch\nimport somelib\n\nx = 1\n")
-    data = {"op": "somelib.op.default", "qualname": "somelib::op",
-            "definition": {"file": str(lib / "ops.py"), "line": 4, "kind": "custom_op", "function": "op"},
-            "profiles": [{"args": [{"rank": 1, "dtype": "torch.float32", "device": "cpu"}],
-                          "out": {"rank": 1, "dtype": "torch.float32", "device": "cpu"}}]}
+    data = {
+        "op": "somelib.op.default",
+        "qualname": "somelib::op",
+        "definition": {"file": str(lib / "ops.py"), "line": 4, "kind": "custom_op", "function": "op"},
+        "profiles": [{"args": [{"rank": 1, "dtype": "torch.float32", "device": "cpu"}], "out": {"rank": 1, "dtype": "torch.float32", "device": "cpu"}}],
+    }
     diag = Diagnostic(str(proj / "model.py"), Range.of(3, 0, 3, 5), 1, "missing-fake-kernel", "m", "t", data=data)
     assert registry._fixes_for(diag, registry.read_disk)[0].edits[0].file == str(lib / "ops.py")  # what it would do
     assert registry.fixes_for(diag) == []  # ...is refused: never an edit inside site-packages
@@ -126,8 +141,7 @@ def test_graph_break_inside_the_library(engine: SyncEngine) -> None:
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    return subprocess.run([sys.executable, "-m", "exportlens", "check", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=ROOT)
+    return subprocess.run([sys.executable, "-m", "exportlens", "check", *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 
 def test_text_json_and_sarif_carry_the_boundary_and_the_library_line() -> None:
@@ -136,13 +150,15 @@ def test_text_json_and_sarif_carry_the_boundary_and_the_library_line() -> None:
     assert text.returncode == 1, text.stderr
     lines = text.stdout.splitlines()
     heads = [ln.split(": ", 2)[:2] for ln in lines if "[" in ln and not ln.startswith(" ")]
-    assert heads == [["examples/library_project/detect.py:13:17", "error[data-dependent-guard]"]] * 2 + \
-        [["examples/library_project/detect.py:13:17", "error[missing-fake-kernel]"]]
-    assert any(ln.strip().startswith(str(MINILIB / "postprocess.py") + ":8:8: note: it happens here")
-               or "minilib/postprocess.py:8:8: note: it happens here" in ln for ln in lines)
+    assert heads == [["examples/library_project/detect.py:13:17", "error[data-dependent-guard]"]] * 2 + [
+        ["examples/library_project/detect.py:13:17", "error[missing-fake-kernel]"]
+    ]
+    assert any(
+        ln.strip().startswith(str(MINILIB / "postprocess.py") + ":8:8: note: it happens here") or "minilib/postprocess.py:8:8: note: it happens here" in ln
+        for ln in lines
+    )
     doc = json.loads(_cli(path, "--format", "json").stdout)
-    rels = [(d["code"], d["range"]["start"]["line"], [(r["file"], r["range"]["start"]["line"]) for r in d["related"]])
-            for d in doc["diagnostics"]]
+    rels = [(d["code"], d["range"]["start"]["line"], [(r["file"], r["range"]["start"]["line"]) for r in d["related"]]) for d in doc["diagnostics"]]
     assert rels[1] == ("data-dependent-guard", 12, [(str(MINILIB / "postprocess.py"), 7), (str(MINILIB / "detector.py"), 19)])
     sarif = json.loads(_cli(path, "--format", "sarif").stdout)
     results = sarif["runs"][0]["results"]
@@ -161,7 +177,7 @@ def test_draft_export_crash_where_plain_export_passes_is_no_error(engine: SyncEn
     assert "plain torch.export.export passes" in d.message and "torch.cond operands" in d.message
     assert d.data["plain_export"] == "ok"
     assert "SymIntArrayRef expected to contain only concrete integers" in d.data["draft_export_error"]["message"]
-    assert d.data["repro"].startswith("python -c \"import runpy, torch; s = runpy.run_path(")
+    assert d.data["repro"].startswith('python -c "import runpy, torch; s = runpy.run_path(')
     assert [t.status for t in result.targets] == ["ok"]
 
 
@@ -174,7 +190,7 @@ def test_draft_export_crash_where_plain_export_fails_reports_that_failure(engine
     assert "_check_fake_real_tensors" in json.dumps(d.data["draft_export_error"]) or d.data["crash_family"]
 
 
-HANGS_AFTER_GUARD = '''import time
+HANGS_AFTER_GUARD = """import time
 
 import torch
 
@@ -190,7 +206,7 @@ class Slow(torch.nn.Module):
 
 model = Slow()
 example_args = (torch.tensor(3),)
-'''
+"""
 
 
 def test_a_timeout_keeps_the_guard_torch_recorded_before_it(tmp_path: Path) -> None:
@@ -198,8 +214,7 @@ def test_a_timeout_keeps_the_guard_torch_recorded_before_it(tmp_path: Path) -> N
     (tmp_path / "slow.py").write_text(HANGS_AFTER_GUARD)
     out = _cli(str(tmp_path / "slow.py"), "--timeout", "20", "--format", "json")
     doc = json.loads(out.stdout)
-    got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["character"])
-           for d in doc["diagnostics"]]
+    got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["character"]) for d in doc["diagnostics"]]
     assert got == [("data-dependent-guard", 8, 11, 16), ("worker-timeout", 14, 0, 14)], out.stderr[-2000:]
     assert "torch._check(n > 2)" in doc["diagnostics"][0]["message"]
     assert "Raise --timeout" in doc["diagnostics"][1]["message"] and "1 problem torch recorded" in doc["diagnostics"][1]["message"]

@@ -32,8 +32,7 @@ def test_join_keeps_line_counts_and_maps_back() -> None:
 
 
 def test_magics_inside_blocks_keep_indentation() -> None:
-    assert notebook.neutralise("for i in range(2):\n    !echo $i\n    %time f()\n") == \
-        "for i in range(2):\n    pass  # !echo $i\n    pass  # %time f()\n"
+    assert notebook.neutralise("for i in range(2):\n    !echo $i\n    %time f()\n") == "for i in range(2):\n    pass  # !echo $i\n    pass  # %time f()\n"
 
 
 def test_not_a_notebook_is_said_plainly(tmp_path: Path) -> None:
@@ -61,8 +60,14 @@ def test_cli_json_has_the_cell_and_cell_relative_ranges_and_fixes() -> None:
     assert d["file"] == str(NB) and d["cell"] == 2
     assert d["range"] == {"start": {"line": 3, "character": 11}, "end": {"line": 3, "character": 16}}
     preferred = next(f for f in d["fixes"] if f["isPreferred"])
-    assert preferred["edits"] == [{"file": str(NB), "cell": 2, "newText": "        torch._check(n > 2)\n",
-                                   "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}}}]
+    assert preferred["edits"] == [
+        {
+            "file": str(NB),
+            "cell": 2,
+            "newText": "        torch._check(n > 2)\n",
+            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 0}},
+        }
+    ]
 
 
 def test_cli_sarif_region_is_in_the_notebook_file() -> None:
@@ -73,7 +78,7 @@ def test_cli_sarif_region_is_in_the_notebook_file() -> None:
     assert loc["artifactLocation"]["uri"] == REL
     region = loc["region"]
     line = NB.read_text().splitlines()[region["startLine"] - 1]
-    assert line[region["startColumn"] - 1: region["endColumn"] - 1] == "n > 2"
+    assert line[region["startColumn"] - 1 : region["endColumn"] - 1] == "n > 2"
     assert r["properties"]["cell"] == 2
     assert r["properties"]["cellRange"] == {"start": {"line": 3, "character": 11}, "end": {"line": 3, "character": 16}}
     assert "fixes" not in r  # cell edits do not apply to the .ipynb JSON text
@@ -93,16 +98,26 @@ def test_raw_position(cell: int, line: int, char: int, expected: str) -> None:
     raw = NB.read_text()
     pos = notebook.raw_position(raw, cell, line, char)
     assert pos is not None
-    assert raw.splitlines()[pos[0]][pos[1]:].startswith(expected)
+    assert raw.splitlines()[pos[0]][pos[1] :].startswith(expected)
 
 
 def test_syntax_error_lands_in_its_cell(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     nb = tmp_path / "broken.ipynb"
-    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "markdown", "metadata": {}, "source": ["# title\n"]},
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["import torch\n"]},
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["x = 1\n", "y = (2 +\n"]}]}))
+    nb.write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [
+                    {"cell_type": "markdown", "metadata": {}, "source": ["# title\n"]},
+                    {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["import torch\n"]},
+                    {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["x = 1\n", "y = (2 +\n"]},
+                ],
+            }
+        )
+    )
     doc = json.loads(cli("check", str(nb), "--format", "json").stdout)
     (d,) = doc["diagnostics"]
     assert (d["code"], d["cell"], d["range"]["start"]["line"]) == ("syntax-error", 2, 1)

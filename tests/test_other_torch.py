@@ -18,7 +18,7 @@ from conftest import EXAMPLES, ROOT
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "exportlens" / "compat"
 
-FLOAT_BRANCH = '''import torch
+FLOAT_BRANCH = """import torch
 
 
 class M(torch.nn.Module):
@@ -31,15 +31,14 @@ class M(torch.nn.Module):
 
 model = M()
 example_args = (torch.ones(3),)
-'''
+"""
 
 
 def _findings(paths: list[Path], python: str | None) -> set[tuple[str, int, str]]:
     cmd = [sys.executable, "-m", "exportlens", "check", *map(str, paths), "--format", "json"]
     if python:
         cmd += ["--python", python]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
     return {(os.path.basename(d["file"]), d["range"]["start"]["line"], d["code"]) for d in doc["diagnostics"]}

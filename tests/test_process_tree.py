@@ -28,15 +28,15 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 TOKEN_VAR = "EXPORTLENS_TEST_TOKEN"
 
 # forks a grandchild that leaves the job's session and sleeps with the job's pipe still open
-SETSID_GRANDCHILD = '''
+SETSID_GRANDCHILD = """
 def _escape():
     if os.fork() == 0:
         os.setsid()
         time.sleep(600)
         os._exit(0)
-'''
+"""
 
-MODEL = '''import os
+MODEL = """import os
 import time
 
 import torch
@@ -51,7 +51,7 @@ class M(torch.nn.Module):
 {module_code}
 model = M()
 example_args = (torch.ones(2),)
-'''
+"""
 
 
 def survivors(token: str) -> list[tuple[int, str]]:
@@ -104,8 +104,9 @@ def _cli(args: list[str], token: str) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env[TOKEN_VAR] = token
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "server"), env.get("PYTHONPATH")) if p)
-    return subprocess.Popen([sys.executable, "-m", "exportlens", "check", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_in_a_terminal)
+    return subprocess.Popen(
+        [sys.executable, "-m", "exportlens", "check", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_in_a_terminal
+    )
 
 
 def _wait_for_file(path: Path, proc: subprocess.Popen[str] | None = None, limit: float = 90.0) -> None:
@@ -125,7 +126,8 @@ def test_a_setsid_grandchild_holding_the_pipe_neither_hangs_the_worker_nor_survi
         assert [t.status for t in result.targets] == ["ok"] and result.diagnostics == []
         # the zygote still answers: the next job is not stuck behind the grandchild's pipe
         assert spans(eng.call(eng.engine.check_file(str(EXAMPLES / "data_dependent/item_branch.py")), timeout=120)) == [
-            ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
+            ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")
+        ]
         grandchildren = [p for p, cmd in survivors(token) if p not in _zygote_family(eng)]
         assert grandchildren == []  # the escaped grandchild went with its job, not with the zygote
     finally:
@@ -170,8 +172,7 @@ def test_user_code_that_closes_its_fds_and_keeps_running_ends_at_the_deadline(pr
 def test_ctrl_c_on_the_cli_ends_the_whole_tree(project: Path, token: str) -> None:
     started_mark = project / "started"
     path = project / "sleeps.py"
-    path.write_text(MODEL.format(prelude=SETSID_GRANDCHILD, body="pass",
-                                 module_code=f"_escape()\nopen({str(started_mark)!r}, 'w').close()\ntime.sleep(600)\n"))
+    path.write_text(MODEL.format(prelude=SETSID_GRANDCHILD, body="pass", module_code=f"_escape()\nopen({str(started_mark)!r}, 'w').close()\ntime.sleep(600)\n"))
     proc = _cli([str(path), "--timeout", "300"], token)
     try:
         _wait_for_file(started_mark, proc)
@@ -188,8 +189,7 @@ def test_ctrl_c_on_the_cli_ends_the_whole_tree(project: Path, token: str) -> Non
 def test_a_killed_zygote_takes_its_jobs_and_their_children_along(project: Path, token: str) -> None:
     started_mark = project / "started"
     path = project / "sleeps.py"
-    path.write_text(MODEL.format(prelude=SETSID_GRANDCHILD, body="pass",
-                                 module_code=f"_escape()\nopen({str(started_mark)!r}, 'w').close()\ntime.sleep(600)\n"))
+    path.write_text(MODEL.format(prelude=SETSID_GRANDCHILD, body="pass", module_code=f"_escape()\nopen({str(started_mark)!r}, 'w').close()\ntime.sleep(600)\n"))
     eng = SyncEngine(EngineSettings(timeout=300, memory_mb=2048))
     try:
         eng.call(eng.engine.start(), timeout=120)
@@ -244,8 +244,10 @@ def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str)
     paths = []
     for i in range(5):
         path = project / f"f{i}.py"
-        code = (f"with open({str(log)!r}, 'a') as fh:\n    fh.write(f'start {i} {{time.time()}}\\n')\n"
-                f"time.sleep(1.5)\nwith open({str(log)!r}, 'a') as fh:\n    fh.write(f'end {i} {{time.time()}}\\n')\n")
+        code = (
+            f"with open({str(log)!r}, 'a') as fh:\n    fh.write(f'start {i} {{time.time()}}\\n')\n"
+            f"time.sleep(1.5)\nwith open({str(log)!r}, 'a') as fh:\n    fh.write(f'end {i} {{time.time()}}\\n')\n"
+        )
         path.write_text(MODEL.format(prelude="", body="pass", module_code=code))
         paths.append(path)
     eng = SyncEngine(EngineSettings(timeout=60, memory_mb=2048, jobs=2))

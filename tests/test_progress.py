@@ -18,8 +18,9 @@ SLOW = ROOT / "tests" / "fixtures" / "slow" / "slow_forward.py"  # forward sleep
 
 def test_a_long_export_shows_its_phase_on_stderr_and_stdout_stays_json() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, "-m", "exportlens", "check", str(SLOW), "--format", "json"],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "exportlens", "check", str(SLOW), "--format", "json"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)  # nothing but the document on stdout
     assert [(t["name"], t["status"]) for t in doc["targets"]] == [("model", "ok")]
@@ -59,8 +60,7 @@ def test_quiet_for_short_targets_then_every_ten_seconds_and_on_a_new_phase() -> 
     p.tick()
     clock.now += 0.6
     p.tick()
-    assert out.getvalue().splitlines()[1:] == ["exportlens: a.py:make — exporting, 4 s",
-                                               "exportlens: a.py:make — exporting, 14 s"]
+    assert out.getvalue().splitlines()[1:] == ["exportlens: a.py:make — exporting, 4 s", "exportlens: a.py:make — exporting, 14 s"]
     p.file_done("/p/a.py")
     clock.now += 30
     p.tick()
@@ -70,8 +70,7 @@ def test_quiet_for_short_targets_then_every_ten_seconds_and_on_a_new_phase() -> 
 def test_the_engine_tells_each_phase_of_a_factory_and_a_script(engine: SyncEngine) -> None:
     seen: list[tuple[str, str]] = []
     engine.check(EXAMPLES / "factory" / "build.py", on_phase=lambda phase, target: seen.append((phase, target)))
-    assert seen == [("importing", "build.py"), ("building the model", "build.py:make_target"),
-                    ("exporting", "build.py:make_target")]
+    assert seen == [("importing", "build.py"), ("building the model", "build.py:make_target"), ("exporting", "build.py:make_target")]
     seen.clear()
     engine.check(EXAMPLES / "data_dependent" / "item_branch.py", on_phase=lambda phase, target: seen.append((phase, target)))
     assert seen[0] == ("running the script", "item_branch.py")

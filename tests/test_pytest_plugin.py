@@ -15,8 +15,14 @@ from test_cli import cli
 
 def _pytest(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "exportlens.pytest_plugin", "-p", "no:cacheprovider", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "exportlens.pytest_plugin", "-p", "no:cacheprovider", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
 
 
 def test_examples_as_items_under_xdist(tmp_path: Path) -> None:
@@ -30,8 +36,7 @@ def test_examples_as_items_under_xdist(tmp_path: Path) -> None:
     doc = json.loads(cli("check", "examples/", "--format", "json").stdout)
     examples = ROOT / "examples"
     items = {f"examples/{Path(t['file']).relative_to(examples).as_posix()}::{t['name']}" for t in doc["targets"]}
-    failing = {f"examples/{Path(t['file']).relative_to(examples).as_posix()}::{t['name']}" for t in doc["targets"]
-               if t["status"] != "ok"}
+    failing = {f"examples/{Path(t['file']).relative_to(examples).as_posix()}::{t['name']}" for t in doc["targets"] if t["status"] != "ok"}
     assert set(outcome) == items and len(items) == len(doc["targets"]) >= 20
     assert {k for k, failed in outcome.items() if failed} == failing
     assert failing and "examples/data_dependent/item_branch.py::export at item_branch.py:15" in failing
@@ -42,8 +47,7 @@ def test_failure_names_the_line_and_the_finding() -> None:
     out = _pytest("--exportlens", "examples/data_dependent/item_branch.py", "examples/clean", "-rN")
     assert out.returncode == 1, out.stdout[-3000:]
     assert "2 items" in out.stdout or "collected 2 items" in out.stdout
-    assert ("examples/data_dependent/item_branch.py:9:12: error[data-dependent-guard]: Draft export could not decide `n > 2`"
-            in out.stdout)
+    assert "examples/data_dependent/item_branch.py:9:12: error[data-dependent-guard]: Draft export could not decide `n > 2`" in out.stdout
     assert "_ exportlens: export at item_branch.py:15 _" in out.stdout
     assert "1 failed, 1 passed" in out.stdout
 

@@ -22,8 +22,9 @@ BEFORE_US = ("types", "functools", "enum")  # imported by `-m` itself before any
 
 def _shadow(ws: Path, names: tuple[str, ...]) -> None:
     for name in names:
-        (ws / f"{name}.py").write_text(f"open({str(ws / 'IMPORTED')!r}, 'a').write({name!r} + '\\n')\n"
-                                       "raise ImportError('the workspace must not be imported')\n")
+        (ws / f"{name}.py").write_text(
+            f"open({str(ws / 'IMPORTED')!r}, 'a').write({name!r} + '\\n')\nraise ImportError('the workspace must not be imported')\n"
+        )
 
 
 @pytest.fixture()
@@ -42,14 +43,19 @@ def _frame(message: dict[str, object]) -> bytes:
 
 def _initialize_and_exit(command: list[str], ws: Path, *, cwd: Path, env: dict[str, str] | None = None) -> str:
     """Start the server, initialize it untrusted in `ws`, shut it down; return its stdout."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {},
-                       "initializationOptions": {"trusted": False}}}
-    messages = [init, {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-                {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
-                {"jsonrpc": "2.0", "method": "exit", "params": None}]
-    out = subprocess.run(command, input=b"".join(_frame(m) for m in messages), capture_output=True, cwd=cwd,
-                         env=env or dict(os.environ), timeout=120)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"processId": None, "rootUri": ws.as_uri(), "capabilities": {}, "initializationOptions": {"trusted": False}},
+    }
+    messages = [
+        init,
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
+    out = subprocess.run(command, input=b"".join(_frame(m) for m in messages), capture_output=True, cwd=cwd, env=env or dict(os.environ), timeout=120)
     return out.stdout.decode(errors="replace")
 
 
@@ -91,12 +97,13 @@ def test_the_vs_code_extensions_launch(hostile: Path) -> None:
     out = _initialize_and_exit([sys.executable, "-m", "exportlens", "serve"], hostile, cwd=ROOT / "server", env=env)
     assert "capabilities" in out
     assert _marks(hostile) == []
-    probe = subprocess.run([sys.executable, "-m", "exportlens", "--version"], cwd=ROOT / "server", env=env,
-                           capture_output=True, text=True, timeout=60)
+    probe = subprocess.run([sys.executable, "-m", "exportlens", "--version"], cwd=ROOT / "server", env=env, capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0
-    check = "import os, runpy, sys; sys.argv = ['exportlens', '--version']\n" \
-            "try:\n    runpy.run_module('exportlens', run_name='__main__')\nexcept SystemExit:\n    pass\n" \
-            "print('PYTHONSAFEPATH' in os.environ)"
+    check = (
+        "import os, runpy, sys; sys.argv = ['exportlens', '--version']\n"
+        "try:\n    runpy.run_module('exportlens', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print('PYTHONSAFEPATH' in os.environ)"
+    )
     env_after = subprocess.run([sys.executable, "-c", check], cwd=ROOT / "server", env=env, capture_output=True, text=True, timeout=60)
     assert env_after.stdout.strip().splitlines()[-1] == "False"
 

@@ -113,15 +113,12 @@ def test_codes_table_is_complete_and_stable() -> None:
 
 def test_doc_urls() -> None:
     assert doc_url("data-dependent-guard") == (
-        "https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/compile/"
-        "dynamic_shapes_troubleshooting_guardon_errors.html"
+        "https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/compile/dynamic_shapes_troubleshooting_guardon_errors.html"
     )
     assert doc_url("missing-fake-kernel") == ("https://docs.pytorch.org/docs/stable/library.html#torch.library.register_fake")
     assert doc_url("mismatched-fake-kernel") == doc_url("missing-fake-kernel")
     assert doc_url("export-error") == ("https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/export/draft_export.html")
-    assert doc_url("recompile") == (
-        "https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/compile/programming_model.recompilation.html"
-    )
+    assert doc_url("recompile") == ("https://docs.pytorch.org/docs/stable/user_guide/torch_compiler/compile/programming_model.recompilation.html")
     assert doc_url("tracer-warning") == "https://docs.pytorch.org/docs/stable/generated/torch.jit.trace.html"
     assert doc_url("worker-timeout") is None
     assert doc_url("not-a-code") is None

@@ -39,14 +39,21 @@ def test_a_timeout_keeps_the_graph_break_and_the_tracer_warning(tmp_path: Path) 
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "hangs.py").write_text(HANGS_IN_TRACE)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, "-m", "exportlens", "check", str(tmp_path / "hangs.py"), "--timeout", "20",
-                          "--format", "json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "exportlens", "check", str(tmp_path / "hangs.py"), "--timeout", "20", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert out.returncode == 1, out.stderr[-2000:]
     doc = json.loads(out.stdout)
-    got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["character"],
-            d["target"]) for d in doc["diagnostics"]]
-    assert got == [("graph-break", 8, 4, 19, "compile at hangs.py:20"),  # compile targets are reported at the script's end
-                   ("tracer-warning", 14, 11, 22, "trace at hangs.py:21"),  # the trace never returned
-                   ("worker-timeout", 20, 0, 45, "trace at hangs.py:21")], out.stderr[-2000:]
+    got = [(d["code"], d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["character"], d["target"]) for d in doc["diagnostics"]]
+    assert got == [
+        ("graph-break", 8, 4, 19, "compile at hangs.py:20"),  # compile targets are reported at the script's end
+        ("tracer-warning", 14, 11, 22, "trace at hangs.py:21"),  # the trace never returned
+        ("worker-timeout", 20, 0, 45, "trace at hangs.py:21"),
+    ], out.stderr[-2000:]
     assert "The 2 problems torch recorded before the deadline are reported" in doc["diagnostics"][2]["message"]
     assert [(t["name"], t["status"]) for t in doc["targets"]] == [("trace at hangs.py:21", "timeout")]

@@ -26,12 +26,15 @@ def _model(project: Path, comment: str) -> Path:
 
 # -- parsing -------------------------------------------------------------------------------------
 
+
 def test_directives_bare_listed_and_only_real_comments() -> None:
-    text = ('x = 1  # exportlens: ignore\n'
-            'y = 2  # note  #exportlens:ignore[a-b, c]\n'
-            's = "# exportlens: ignore"\n'
-            'z = 3  # exportlens: ignored\n'
-            '# é # exportlens: ignore[x]\n')
+    text = (
+        "x = 1  # exportlens: ignore\n"
+        "y = 2  # note  #exportlens:ignore[a-b, c]\n"
+        's = "# exportlens: ignore"\n'
+        "z = 3  # exportlens: ignored\n"
+        "# é # exportlens: ignore[x]\n"
+    )
     found = suppress.directives(text)
     assert sorted(found) == [0, 1, 4]
     assert found[0].codes is None and found[0].range == Range.of(0, 7, 0, 27)
@@ -40,6 +43,7 @@ def test_directives_bare_listed_and_only_real_comments() -> None:
 
 
 # -- the engine ----------------------------------------------------------------------------------
+
 
 def test_listed_code_silences_exactly_that_finding(engine: SyncEngine, project: Path) -> None:
     res = engine.check(_model(project, "  # exportlens: ignore[data-dependent-guard]"))
@@ -55,8 +59,7 @@ def test_bare_ignore_silences_and_keeps_other_comments(engine: SyncEngine, proje
 
 def test_wrong_code_silences_nothing_and_says_so(engine: SyncEngine, project: Path) -> None:
     res = engine.check(_model(project, "  # exportlens: ignore[graph-break, no-such-code]"))
-    assert spans(res) == [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard"),
-                          ("item_branch.py", 8, 19, 8, 66, "unused-ignore")]
+    assert spans(res) == [("item_branch.py", 8, 11, 8, 16, "data-dependent-guard"), ("item_branch.py", 8, 19, 8, 66, "unused-ignore")]
     hint = res.diagnostics[1]
     assert hint.severity == 4
     assert hint.message.startswith("Unused ignore: `graph-break`, `no-such-code` (not an ExportLens code) silence nothing")
@@ -68,8 +71,7 @@ def test_unused_bare_ignore_elsewhere_gets_a_hint_with_a_removal(engine: SyncEng
     text = BRANCH.replace("        n = x.item()\n", "        n = x.item()  # exportlens: ignore\n")
     path.write_text(text)
     res = engine.check(path)
-    assert spans(res) == [("item_branch.py", 7, 22, 7, 42, "unused-ignore"),
-                          ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
+    assert spans(res) == [("item_branch.py", 7, 22, 7, 42, "unused-ignore"), ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")]
     (fix,) = registry.fixes_for(res.diagnostics[0], lambda p: text)
     assert fix.is_preferred and fix.title == "Remove the unused ignore"
     assert apply_edits(text, list(fix.edits)) == BRANCH
@@ -82,27 +84,31 @@ def test_partly_used_list_keeps_the_used_code(engine: SyncEngine, project: Path)
     (hint,) = res.diagnostics
     assert hint.code == "unused-ignore" and hint.data["unused_codes"] == ["recompile"]
     (fix,) = registry.fixes_for(hint, lambda p: path.read_text())
-    assert apply_edits(path.read_text(), list(fix.edits)) == BRANCH.replace(
-        IF_LINE, "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n")
+    assert apply_edits(path.read_text(), list(fix.edits)) == BRANCH.replace(IF_LINE, "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n")
 
 
 def test_no_unused_hint_after_a_crash(engine: SyncEngine, project: Path) -> None:
     path = project / "dies.py"
-    path.write_text("import os\nimport torch  # exportlens: ignore[target-error]\n\n\nclass M(torch.nn.Module):\n"
-                    "    def forward(self, x):\n        os._exit(3)\n\n\nmodel = M()\nexample_args = (torch.ones(2),)\n")
+    path.write_text(
+        "import os\nimport torch  # exportlens: ignore[target-error]\n\n\nclass M(torch.nn.Module):\n"
+        "    def forward(self, x):\n        os._exit(3)\n\n\nmodel = M()\nexample_args = (torch.ones(2),)\n"
+    )
     res = engine.check(path)
     assert [d.code for d in res.diagnostics] == ["worker-crashed"]
 
 
 # -- the edit that adds a comment -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("        if n > 2:\n", "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n"),
-    ("        if n > 2:   \n", "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n"),
-    ("        if n > 2:  # why\n", "        if n > 2:  # why  # exportlens: ignore[data-dependent-guard]\n"),
-    ("        if n > 2:  # exportlens: ignore[graph-break]\n",
-     "        if n > 2:  # exportlens: ignore[graph-break, data-dependent-guard]\n"),
-])
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("        if n > 2:\n", "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n"),
+        ("        if n > 2:   \n", "        if n > 2:  # exportlens: ignore[data-dependent-guard]\n"),
+        ("        if n > 2:  # why\n", "        if n > 2:  # why  # exportlens: ignore[data-dependent-guard]\n"),
+        ("        if n > 2:  # exportlens: ignore[graph-break]\n", "        if n > 2:  # exportlens: ignore[graph-break, data-dependent-guard]\n"),
+    ],
+)
 def test_ignore_fix_is_one_minimal_edit(line: str, expected: str) -> None:
     text = BRANCH.replace(IF_LINE, line)
     d = Diagnostic("m.py", Range.of(8, 11, 8, 16), 1, "data-dependent-guard", "m", "t")
@@ -124,6 +130,7 @@ def test_ignore_fix_refused_where_a_comment_cannot_go() -> None:
 
 
 # -- the CLI -------------------------------------------------------------------------------------
+
 
 def test_cli_show_ignored(project: Path) -> None:
     path = _model(project, "  # exportlens: ignore[data-dependent-guard]")

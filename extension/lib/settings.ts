@@ -152,10 +152,7 @@ export function initializationOptions(
  * What a settings change requires. The interpreter runs the server, so changing it restarts;
  * everything else the server takes live through `workspace/didChangeConfiguration`.
  */
-export function changeEffect(
-  before: ExportLensSettings,
-  after: ExportLensSettings,
-): 'none' | 'notify' | 'restart' {
+export function changeEffect(before: ExportLensSettings, after: ExportLensSettings): 'none' | 'notify' | 'restart' {
   if (before.interpreter !== after.interpreter) {
     return 'restart';
   }

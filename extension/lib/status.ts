@@ -3,14 +3,7 @@
  * only copies the result onto a `StatusBarItem`.
  */
 
-export type ServerPhase =
-  | 'starting'
-  | 'ready'
-  | 'running'
-  | 'untrusted'
-  | 'no-torch'
-  | 'error'
-  | 'stopped';
+export type ServerPhase = 'starting' | 'ready' | 'running' | 'untrusted' | 'no-torch' | 'error' | 'stopped';
 
 export interface StatusState {
   phase: ServerPhase;

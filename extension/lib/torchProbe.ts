@@ -89,6 +89,9 @@ export function probeMessage(result: ProbeResult, interpreter: string): string |
 }
 
 function firstLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   return lines.at(-1) ?? text;
 }

@@ -37,8 +37,9 @@ def format_text(report: Report, seconds: float, *, show_ignored: bool = False) -
             out.extend(_text_lines(d, "ignored"))
     problems = count_problems(report)
     targets = len(report.targets)
-    out.append(f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} "
-               f"({seconds:.1f} s, torch {report.torch_version})")
+    out.append(
+        f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} ({seconds:.1f} s, torch {report.torch_version})"
+    )
     return "\n".join(out)
 
 
@@ -68,23 +69,31 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
-    check.add_argument("--timeout", type=float, default=None, metavar="S",
-                       help=f"seconds per file (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)")
-    check.add_argument("--jobs", type=int, default=None, metavar="N",
-                       help="jobs run at once, each a process tree (default: one per core)")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"seconds per file (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f}: real detectors take minutes)",
+    )
+    check.add_argument("--jobs", type=int, default=None, metavar="N", help="jobs run at once, each a process tree (default: one per core)")
     check.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
-    check.add_argument("--compile-backend", default=None, choices=("eager", "aot_eager", "inductor"),
-                       help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)")
-    check.add_argument("--python", default=None,
-                       help="interpreter with torch for the worker (default: pyproject's python, else this one)")
+    check.add_argument(
+        "--compile-backend",
+        default=None,
+        choices=("eager", "aot_eager", "inductor"),
+        help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)",
+    )
+    check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
     check.add_argument("--fix", action="store_true", help="apply every preferred fix")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
-    check.add_argument("--save-op-profiles", action="store_true",
-                       help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)")
-    check.add_argument("--trace-dir", default=None, metavar="DIR",
-                       help="keep torch's structured trace of each run in DIR (render with `tlparse FILE --export`)")
-    check.add_argument("--show-ignored", action="store_true",
-                       help="also list the findings silenced by `# exportlens: ignore` comments")
+    check.add_argument(
+        "--save-op-profiles", action="store_true", help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)"
+    )
+    check.add_argument(
+        "--trace-dir", default=None, metavar="DIR", help="keep torch's structured trace of each run in DIR (render with `tlparse FILE --export`)"
+    )
+    check.add_argument("--show-ignored", action="store_true", help="also list the findings silenced by `# exportlens: ignore` comments")
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
@@ -97,12 +106,15 @@ def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> Eng
 
     defaults = EngineSettings()
     from_pyproject = args.timeout is None and cfg.timeout is not None
-    return EngineSettings(python=args.python or cfg.python,
-                          timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
-                          timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
-                          memory_mb=args.memory_mb, jobs=max(1, args.jobs) if args.jobs is not None else defaults.jobs,
-                          compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend,
-                          trace_dir=getattr(args, "trace_dir", None))
+    return EngineSettings(
+        python=args.python or cfg.python,
+        timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
+        timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
+        memory_mb=args.memory_mb,
+        jobs=max(1, args.jobs) if args.jobs is not None else defaults.jobs,
+        compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend,
+        trace_dir=getattr(args, "trace_dir", None),
+    )
 
 
 def config_errors(paths: list[str]) -> list[str]:
@@ -129,8 +141,7 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
 
     started = time.perf_counter()
     try:
-        report = await engine.check_paths(args.paths, on_file=file_done, on_phase=progress.phase,
-                                          save_op_profiles=args.save_op_profiles)
+        report = await engine.check_paths(args.paths, on_file=file_done, on_phase=progress.phase, save_op_profiles=args.save_op_profiles)
     finally:
         ticker.cancel()
         await engine.close()
@@ -139,8 +150,11 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
 
 def _say_profiles(result: FileResult) -> None:
     for trace in result.trace_files:
-        print(f"exportlens: {_display_path(result.path)}: torch's structured trace: {_display_path(trace)} "
-              f"(render it with `tlparse {_display_path(trace)} --export`)", file=sys.stderr)
+        print(
+            f"exportlens: {_display_path(result.path)}: torch's structured trace: {_display_path(trace)} "
+            f"(render it with `tlparse {_display_path(trace)} --export`)",
+            file=sys.stderr,
+        )
     for saved in result.op_profiles:
         if saved.get("file"):
             print(f"exportlens: wrote {_display_path(saved['file'])} ({', '.join(saved['ops'])})", file=sys.stderr)
@@ -226,4 +240,3 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # an internal error: say it plainly, exit 2
         print(f"exportlens: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-

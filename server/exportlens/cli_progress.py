@@ -31,8 +31,7 @@ class _Running:
 class CliProgress:
     """Fed by the engine's phase events; a ticker prints the targets that run long."""
 
-    def __init__(self, out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 first: float = FIRST, every: float = EVERY) -> None:
+    def __init__(self, out: TextIO | None = None, clock: Callable[[], float] = time.monotonic, first: float = FIRST, every: float = EVERY) -> None:
         self.out = out if out is not None else sys.stderr
         self.clock = clock
         self.first = first
@@ -55,8 +54,7 @@ class CliProgress:
         now = self.clock()
         for cur in self.running.values():
             elapsed = now - cur.since
-            due = (cur.told is None and elapsed >= self.first) or (
-                cur.told is not None and (now - cur.told >= self.every or cur.phase != cur.told_phase))
+            due = (cur.told is None and elapsed >= self.first) or (cur.told is not None and (now - cur.told >= self.every or cur.phase != cur.told_phase))
             if due:
                 cur.told, cur.told_phase = now, cur.phase
                 print(f"exportlens: {cur.target} — {cur.phase}, {elapsed:.0f} s", file=self.out, flush=True)

@@ -61,10 +61,11 @@ def check(src: Source) -> list[Diagnostic]:
     for call, _prefix in _calls(tree):
         arg = ast.get_source_segment(src.text, call.args[0]) if call.args else None
         replacement = f"torch._check({_nonneg(call.args[0], arg)})" if arg else "torch._check(x >= 0)"
-        message = (f"`torch._check_is_size` is deprecated (a FutureWarning since torch 2.11; it goes away with "
-                   f"guard_size_oblivious). Use `{replacement}`: it tells export the same thing.")
-        out.append(Diagnostic(src.path, src.node_range(call), HINT, CODE, message, "",
-                              data={"deprecated": "torch._check_is_size", "replacement": replacement}))
+        message = (
+            f"`torch._check_is_size` is deprecated (a FutureWarning since torch 2.11; it goes away with "
+            f"guard_size_oblivious). Use `{replacement}`: it tells export the same thing."
+        )
+        out.append(Diagnostic(src.path, src.node_range(call), HINT, CODE, message, "", data={"deprecated": "torch._check_is_size", "replacement": replacement}))
     return out
 
 

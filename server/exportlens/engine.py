@@ -150,8 +150,13 @@ class Engine:
         try:
             return self._plan(path, text)
         except (Exception, RecursionError) as exc:
-            why = "it is nested too deeply for Python's compiler" if isinstance(exc, RecursionError) else \
-                "Python ran out of memory compiling it" if isinstance(exc, MemoryError) else "ExportLens failed to read it"
+            why = (
+                "it is nested too deeply for Python's compiler"
+                if isinstance(exc, RecursionError)
+                else "Python ran out of memory compiling it"
+                if isinstance(exc, MemoryError)
+                else "ExportLens failed to read it"
+            )
             message = f"The file cannot be compiled: {why} ({type(exc).__name__}: {exc})".replace(" ()", "")
             return Plan(path, _root_of(path), None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", message, "")])
 
@@ -173,8 +178,7 @@ class Engine:
         except SyntaxError as exc:
             return Plan(path, root, src, None, [syntax_diagnostic(src, exc)])
         except ValueError as exc:  # e.g. NUL bytes
-            return Plan(path, root, src, None,
-                        [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")])
+            return Plan(path, root, src, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")])
         tree = src.tree
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
@@ -182,18 +186,23 @@ class Engine:
         notice = [Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.notice, "")] if cfg.notice else []
         return Plan(path, root, src, found, config_diagnostics(cfg) + notice + deprecated.check(src))
 
-    async def check_file(self, path: str, *, text: str | None = None, explicit: bool = True,
-                         on_target: Callable[[TargetResult], None] | None = None,
-                         on_phase: Callable[[str, str], None] | None = None,
-                         save_op_profiles: bool = False) -> FileResult:
+    async def check_file(
+        self,
+        path: str,
+        *,
+        text: str | None = None,
+        explicit: bool = True,
+        on_target: Callable[[TargetResult], None] | None = None,
+        on_phase: Callable[[str, str], None] | None = None,
+        save_op_profiles: bool = False,
+    ) -> FileResult:
         """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk).
 
         `on_phase(phase, target)` is told what the job is doing (importing, building the model, exporting).
         """
         path = os.path.abspath(path)
         if path.endswith(notebook.SUFFIX):
-            return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target,
-                                             save_op_profiles=save_op_profiles)
+            return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target, save_op_profiles=save_op_profiles)
         result = FileResult(path)
         # off the event loop: parsing a 20,000-line file must not stall an editor's requests
         plan = await asyncio.to_thread(self.plan, path, text)
@@ -205,8 +214,7 @@ class Engine:
             return result
         if not found.targets:
             if explicit:
-                result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target",
-                                                     targets.NO_TARGET_HELP, ""))
+                result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target", targets.NO_TARGET_HELP, ""))
             return result
         cache = SourceCache({path: src.text} if src is not None else None)  # read once: plan already did
         result.ran = True
@@ -233,12 +241,14 @@ class Engine:
                     ctx = findings.Context(root, cache, event["name"], event["file"], int(event["line"]))
                     got = findings.from_event(ctx, event)
                     raw.extend(got)
-                    status = "error" if "exception" in event or "target_error" in event else (
-                        "problems" if any(d.severity in (ERROR, WARNING) for d in got) else "ok")
+                    status = (
+                        "error"
+                        if "exception" in event or "target_error" in event
+                        else ("problems" if any(d.severity in (ERROR, WARNING) for d in got) else "ok")
+                    )
                     if event.get("unsupported"):
                         status = "unsupported"
-                    tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"),
-                                      status, float(event.get("seconds", 0.0)))
+                    tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"), status, float(event.get("seconds", 0.0)))
                     result.targets.append(tr)
                     seen.add(tr.name)
                     if saved := event.get("op_profiles"):
@@ -249,11 +259,18 @@ class Engine:
                     # the job finished yet no target reported: never a silent "0 problems in 0 targets"
                     t = found.targets[0]
                     names = ", ".join(x.name for x in found.targets[:3]) + (" …" if len(found.targets) > 3 else "")
-                    raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(t.line - 1, 0, t.line - 1, 0),
-                                          ERROR, "target-error",
-                                          f"No target of this file ran ({names}): the file finished without reaching "
-                                          "them (an early return or exit, a branch not taken, or `if __name__ == "
-                                          "\"__main__\"` around them when they are not script calls).", t.name))
+                    raw.append(
+                        Diagnostic(
+                            path,
+                            placement.statement_range(src, t.line) if src else Range.of(t.line - 1, 0, t.line - 1, 0),
+                            ERROR,
+                            "target-error",
+                            f"No target of this file ran ({names}): the file finished without reaching "
+                            "them (an early return or exit, a branch not taken, or `if __name__ == "
+                            '"__main__"` around them when they are not script calls).',
+                            t.name,
+                        )
+                    )
                     result.targets.append(TargetResult(t.name, path, t.line, t.kind, "error", time.perf_counter() - started))
                 elif event["event"] == "done" and event["status"] in ("crashed", "timeout"):
                     kept = 0
@@ -265,18 +282,28 @@ class Engine:
                     stopped = [t for t in _stopped_targets(found, partial) if t.name not in seen] or _stopped_targets(found, {})
                     halted = stopped[0]
                     ctx = findings.Context(root, cache, halted.name, halted.file or path, halted.line)
-                    raw.append(findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", ""),
-                                                         timeout_knob=self.settings.timeout_knob, found=kept))
-                    tr = TargetResult(halted.name, halted.file or path, halted.line, halted.kind, event["status"],
-                                      time.perf_counter() - started)
+                    raw.append(
+                        findings.crash_diagnostic(
+                            ctx, event["status"], event.get("detail", ""), event.get("stderr", ""), timeout_knob=self.settings.timeout_knob, found=kept
+                        )
+                    )
+                    tr = TargetResult(halted.name, halted.file or path, halted.line, halted.kind, event["status"], time.perf_counter() - started)
                     result.targets.append(tr)
                     if on_target:
                         on_target(tr)
         except WorkerUnavailable as exc:
             result.ran = False
             t = found.targets[0]
-            raw.append(Diagnostic(path, placement.statement_range(src, t.line) if src else Range.of(0, 0, 0, 0),
-                                  ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name))
+            raw.append(
+                Diagnostic(
+                    path,
+                    placement.statement_range(src, t.line) if src else Range.of(0, 0, 0, 0),
+                    ERROR,
+                    "worker-crashed",
+                    f"ExportLens could not start its worker: {exc}",
+                    t.name,
+                )
+            )
             result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
         if run_dir:
             _attach_traces(result, raw, run_dir)
@@ -287,9 +314,15 @@ class Engine:
         result.texts = cache.texts()
         return result
 
-    async def check_notebook(self, path: str, *, raw: str | None = None, explicit: bool = True,
-                             on_target: Callable[[TargetResult], None] | None = None,
-                             save_op_profiles: bool = False) -> FileResult:
+    async def check_notebook(
+        self,
+        path: str,
+        *,
+        raw: str | None = None,
+        explicit: bool = True,
+        on_target: Callable[[TargetResult], None] | None = None,
+        save_op_profiles: bool = False,
+    ) -> FileResult:
         """A notebook (`raw`: its JSON, else the file): the code cells up to the last target's run as one
         script beside it; diagnostics, fixes and targets come back in cell coordinates."""
         try:
@@ -308,12 +341,21 @@ class Engine:
             with open(shadow, "w", encoding="utf-8") as fh:
                 fh.write(script.text)
         except OSError as exc:
-            return FileResult(path, diagnostics=[Diagnostic(
-                path, Range.of(0, 0, 0, 0), ERROR, "target-error",
-                f"ExportLens runs a notebook as a script beside it, and could not write one: {exc}", "")])
+            return FileResult(
+                path,
+                diagnostics=[
+                    Diagnostic(
+                        path,
+                        Range.of(0, 0, 0, 0),
+                        ERROR,
+                        "target-error",
+                        f"ExportLens runs a notebook as a script beside it, and could not write one: {exc}",
+                        "",
+                    )
+                ],
+            )
         try:
-            inner = await self.check_file(shadow, text=script.text, explicit=explicit, on_target=report,
-                                          save_op_profiles=save_op_profiles)
+            inner = await self.check_file(shadow, text=script.text, explicit=explicit, on_target=report, save_op_profiles=save_op_profiles)
             from exportlens.fixes import registry
 
             registry.attach(inner.diagnostics, lambda p: script.text if p == shadow else registry.read_disk(p))
@@ -322,12 +364,24 @@ class Engine:
                 os.remove(shadow)
             except OSError:
                 pass
-        return FileResult(path, [mapper.target(t) for t in inner.targets], [mapper.diagnostic(d) for d in inner.diagnostics],
-                          inner.ran, inner.op_profiles, [mapper.diagnostic(d) for d in inner.ignored], inner.trace_files)
+        return FileResult(
+            path,
+            [mapper.target(t) for t in inner.targets],
+            [mapper.diagnostic(d) for d in inner.diagnostics],
+            inner.ran,
+            inner.op_profiles,
+            [mapper.diagnostic(d) for d in inner.ignored],
+            inner.trace_files,
+        )
 
-    async def check_paths(self, paths: list[str], *, on_file: Callable[[FileResult], None] | None = None,
-                          on_phase: Callable[[str, str, str], None] | None = None,
-                          save_op_profiles: bool = False) -> Report:
+    async def check_paths(
+        self,
+        paths: list[str],
+        *,
+        on_file: Callable[[FileResult], None] | None = None,
+        on_phase: Callable[[str, str, str], None] | None = None,
+        save_op_profiles: bool = False,
+    ) -> Report:
         """Every Python file under `paths`; files named directly always get an answer.
 
         `on_phase(path, phase, target)` is told what each file's job is doing; `on_file` when it is done.
@@ -346,9 +400,19 @@ class Engine:
                 try:
                     res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
                 except Exception as exc:  # a bug of ours on one file must not lose the others' results
-                    res = FileResult(os.path.abspath(file), diagnostics=[Diagnostic(
-                        os.path.abspath(file), Range.of(0, 0, 0, 1), ERROR, "target-error",
-                        f"ExportLens failed on this file (an internal error, please report it): {type(exc).__name__}: {exc}", "")])
+                    res = FileResult(
+                        os.path.abspath(file),
+                        diagnostics=[
+                            Diagnostic(
+                                os.path.abspath(file),
+                                Range.of(0, 0, 0, 1),
+                                ERROR,
+                                "target-error",
+                                f"ExportLens failed on this file (an internal error, please report it): {type(exc).__name__}: {exc}",
+                                "",
+                            )
+                        ],
+                    )
             if on_file:
                 on_file(res)
             return res
@@ -383,8 +447,7 @@ class _Pending:
 
 def _stopped_targets(plan: targets.FileTargets, partial: dict[str, TargetEvent]) -> list[_Pending]:
     """The targets a stopped job may have been running: those with streamed findings first, latest first."""
-    streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export"))
-                for name, ev in reversed(partial.items())]
+    streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export")) for name, ev in reversed(partial.items())]
     return streamed + [_Pending(t.name, None, t.line, t.kind) for t in plan.targets]
 
 
@@ -393,9 +456,18 @@ def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
     name = str(event.get("name"))
     if name in partial:  # the last target to stream is the one most likely running when the job stopped
         partial[name] = partial.pop(name)
-    target = partial.setdefault(name, {"event": "target", "name": name, "file": event["file"],
-                                       "line": int(event.get("line") or 1), "kind": event.get("kind", "export"),
-                                       "seconds": 0.0, "partial": True})
+    target = partial.setdefault(
+        name,
+        {
+            "event": "target",
+            "name": name,
+            "file": event["file"],
+            "line": int(event.get("line") or 1),
+            "kind": event.get("kind", "export"),
+            "seconds": 0.0,
+            "partial": True,
+        },
+    )
     if "failures" in event:
         target.setdefault("failures", []).extend(event["failures"])
     if "compile_findings" in event:
@@ -490,4 +562,3 @@ def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:
     if end <= start:
         end = type(start)(start.line, start.character + 1)
     return Diagnostic(src.path, Range(start, end), ERROR, "syntax-error", f"SyntaxError: {exc.msg}", "")
-

@@ -237,12 +237,12 @@ class Mapper:
     def diagnostic(self, d: Diagnostic) -> Diagnostic:
         file, rng, cell = self.place(d.file, d.range)
         if cell is None:
-            return Diagnostic(d.file, d.range, d.severity, d.code, self.text(d.message), self.text(d.target),
-                              [self.related(r) for r in d.related], d.fixes, d.data)
+            return Diagnostic(
+                d.file, d.range, d.severity, d.code, self.text(d.message), self.text(d.target), [self.related(r) for r in d.related], d.fixes, d.data
+            )
         fixes = [m for f in d.fixes if (m := self.fix(f)) is not None]
         data = {**d.data, "script_file": self.shadow, "script_range": d.range.to_json()}
-        return Diagnostic(file, rng, d.severity, d.code, self.text(d.message), self.text(d.target),
-                          [self.related(r) for r in d.related], fixes, data, cell)
+        return Diagnostic(file, rng, d.severity, d.code, self.text(d.message), self.text(d.target), [self.related(r) for r in d.related], fixes, data, cell)
 
     def target(self, t: TargetResult) -> TargetResult:
         if t.file != self.shadow:

@@ -8,8 +8,24 @@ import tomllib
 from dataclasses import dataclass, field
 
 MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
-SKIP_DIRS = {".git", ".hg", ".venv", "venv", "env", "__pycache__", "node_modules", "site-packages",
-             "dist-packages", "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".venv",
+    "venv",
+    "env",
+    "__pycache__",
+    "node_modules",
+    "site-packages",
+    "dist-packages",
+    "build",
+    "dist",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+}
 
 
 BACKENDS = ("eager", "aot_eager", "inductor")
@@ -86,9 +102,11 @@ def load_config(root: str) -> ProjectConfig:
             cfg.errors.append(ConfigError(key, f"pyproject.toml: [tool.exportlens] {problem}", lines.get(key, 0)))
     outside = [t for t in cfg.targets if not _inside(root, t.rpartition(":")[0])]
     if outside:  # never ignored without a word: they would not be analysed, the user should know why
-        cfg.notice = (f"[tool.exportlens] target{'s' if len(outside) > 1 else ''} {', '.join(repr(t) for t in outside)} "
-                      f"{'are' if len(outside) > 1 else 'is'} outside the project folder {root}: ExportLens analyses "
-                      "only files inside it (move the factory into the project, or open the folder that holds it)")
+        cfg.notice = (
+            f"[tool.exportlens] target{'s' if len(outside) > 1 else ''} {', '.join(repr(t) for t in outside)} "
+            f"{'are' if len(outside) > 1 else 'is'} outside the project folder {root}: ExportLens analyses "
+            "only files inside it (move the factory into the project, or open the folder that holds it)"
+        )
     return cfg
 
 
@@ -172,8 +190,7 @@ def excluded(path: str, root: str, globs: list[str]) -> bool:
         return False
     rel = os.path.relpath(path, root).replace(os.sep, "/")
     name = os.path.basename(path)
-    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g.rstrip("/") + "/*")
-               for g in globs)
+    return any(fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g.rstrip("/") + "/*") for g in globs)
 
 
 def factories_by_file(cfg: ProjectConfig, extra: list[str] | None = None) -> dict[str, list[str]]:
@@ -195,7 +212,7 @@ def is_user_file(path: str | None, root: str) -> bool:
     full = os.path.abspath(path)
     if not full.startswith(os.path.join(root, "")):
         return False
-    parts = set(full[len(root):].split(os.sep))
+    parts = set(full[len(root) :].split(os.sep))
     if parts & {"site-packages", "dist-packages", ".venv", "venv"}:
         return False
     return not full.startswith(_OWN_PACKAGE)
@@ -214,8 +231,12 @@ def python_files(path: str, exclude: list[str] | None = None, root: str | None =
     base = os.path.abspath(root or path)
     found: list[str] = []
     for dirpath, dirnames, filenames in os.walk(path):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".")
-                             and not excluded(os.path.abspath(os.path.join(dirpath, d)), base, exclude or []))
-        found.extend(full for f in sorted(filenames) if f.endswith(suffixes) and not f.startswith(".")
-                     and not excluded(full := os.path.abspath(os.path.join(dirpath, f)), base, exclude or []))
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and not excluded(os.path.abspath(os.path.join(dirpath, d)), base, exclude or [])
+        )
+        found.extend(
+            full
+            for f in sorted(filenames)
+            if f.endswith(suffixes) and not f.startswith(".") and not excluded(full := os.path.abspath(os.path.join(dirpath, f)), base, exclude or [])
+        )
     return found

@@ -664,9 +664,22 @@ class DeprecatedApiData(TypedDict):
 
 
 DiagnosticData = (
-    UnusedIgnoreData | DeprecatedApiData
-    | DataDependentData | TorchBugData | GuardAddedData | FakeKernelData | ExportErrorData | TargetErrorData | SyntaxErrorData
-    | CrashData | DraftCrashData | GraphBreakData | RecompileData | TracerWarningData | TraceCheckFailedData | NoData
+    UnusedIgnoreData
+    | DeprecatedApiData
+    | DataDependentData
+    | TorchBugData
+    | GuardAddedData
+    | FakeKernelData
+    | ExportErrorData
+    | TargetErrorData
+    | SyntaxErrorData
+    | CrashData
+    | DraftCrashData
+    | GraphBreakData
+    | RecompileData
+    | TracerWarningData
+    | TraceCheckFailedData
+    | NoData
 )
 
 DATA_BY_CODE: dict[str, Any] = {

@@ -31,12 +31,11 @@ _KEY = pytest.StashKey["_Runner"]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("exportlens", "ExportLens: torch.export / compile / trace targets as test items")
-    group.addoption("--exportlens", action="store_true", default=False,
-                    help="collect every ExportLens target in the given paths as a test item")
-    group.addoption("--exportlens-timeout", type=float, default=None, metavar="S",
-                    help="seconds per file (default: pyproject's timeout, else 120)")
-    group.addoption("--exportlens-python", default=None, metavar="PYTHON",
-                    help="interpreter with torch for the worker (default: pyproject's python, else this one)")
+    group.addoption("--exportlens", action="store_true", default=False, help="collect every ExportLens target in the given paths as a test item")
+    group.addoption("--exportlens-timeout", type=float, default=None, metavar="S", help="seconds per file (default: pyproject's timeout, else 120)")
+    group.addoption(
+        "--exportlens-python", default=None, metavar="PYTHON", help="interpreter with torch for the worker (default: pyproject's python, else this one)"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -99,8 +98,7 @@ class _Runner:
             defaults = EngineSettings()
             timeout = self.config.getoption("exportlens_timeout") or cfg.timeout or defaults.timeout
             python = self.config.getoption("exportlens_python") or cfg.python
-            self.engine = Engine(EngineSettings(python=python, timeout=timeout, jobs=1,
-                                                compile_backend=cfg.compile_backend or defaults.compile_backend))
+            self.engine = Engine(EngineSettings(python=python, timeout=timeout, jobs=1, compile_backend=cfg.compile_backend or defaults.compile_backend))
         return self.engine
 
     def _call(self, coro: Any) -> Any:
@@ -172,7 +170,6 @@ def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:
             shown = d.file
         shown = d.file if shown.startswith("..") else shown
         first, *rest = d.message.splitlines() or [""]
-        out.append(f"{shown}:{d.range.start.line + 1}:{d.range.start.character + 1}: "
-                   f"{LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
+        out.append(f"{shown}:{d.range.start.line + 1}:{d.range.start.character + 1}: {LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
         out.extend(f"    {line}" for line in rest)
     return "\n".join(out)

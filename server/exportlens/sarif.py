@@ -192,8 +192,7 @@ def _result(
                 "id": i,
                 "physicalLocation": {
                     "artifactLocation": _artifact_location(str(r["file"]), root),
-                    "region": _region(_file_range(str(r["file"]), r["cell"], r["range"], lines)
-                                      if r.get("cell") is not None else r["range"]),
+                    "region": _region(_file_range(str(r["file"]), r["cell"], r["range"], lines) if r.get("cell") is not None else r["range"]),
                 },
                 "message": {"text": _message_text(str(r.get("message", "")) or "related")},
             }
@@ -252,9 +251,7 @@ def _fixes(fixes: Iterable[Mapping[str, Any]], root: Path | None) -> list[dict[s
             continue  # artifactChanges needs at least one change
         sarif_fix = {
             "description": {"text": str(fix.get("title", ""))},
-            "artifactChanges": [
-                {"artifactLocation": _artifact_location(f, root), "replacements": reps} for f, reps in by_file.items()
-            ],
+            "artifactChanges": [{"artifactLocation": _artifact_location(f, root), "replacements": reps} for f, reps in by_file.items()],
             "properties": {"isPreferred": bool(fix.get("isPreferred", False))},
         }
         if sarif_fix not in out:  # the schema wants fixes unique

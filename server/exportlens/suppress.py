@@ -108,13 +108,17 @@ def unused_hint(path: str, ignore: Ignore) -> Diagnostic | None:
         from exportlens.codes import CODES
 
         names = ", ".join(f"`{c}`" + ("" if c in CODES else " (not an ExportLens code)") for c in unused)
-        message = (f"Unused ignore: {names} silence{'s' if len(unused) == 1 else ''} nothing on this line "
-                   f"(no such ExportLens problem starts here). Remove {'it' if len(unused) == 1 else 'them'}.")
-    return Diagnostic(path, ignore.range, HINT, UNUSED, message, "",
-                      data={"unused_codes": unused, "directive": [ignore.range.start.character, ignore.range.end.character]})
+        message = (
+            f"Unused ignore: {names} silence{'s' if len(unused) == 1 else ''} nothing on this line "
+            f"(no such ExportLens problem starts here). Remove {'it' if len(unused) == 1 else 'them'}."
+        )
+    return Diagnostic(
+        path, ignore.range, HINT, UNUSED, message, "", data={"unused_codes": unused, "directive": [ignore.range.start.character, ignore.range.end.character]}
+    )
 
 
 # -- edits --------------------------------------------------------------------------------------
+
 
 def _commentable_lines(text: str) -> set[int]:
     """0-based lines whose end is outside any string or line continuation (a comment may go there)."""
@@ -158,12 +162,11 @@ def remove_unused_fix(text: str, d: Diagnostic) -> Fix | None:
     unused = set(d.data.get("unused_codes") or [])
     keep = [c for c in ignore.codes or () if c not in unused]
     if keep:
-        return Fix("Remove the unused codes from the ignore",
-                   (TextEdit(d.file, ignore.range, f"# exportlens: ignore[{', '.join(keep)}]"),), True)
+        return Fix("Remove the unused codes from the ignore", (TextEdit(d.file, ignore.range, f"# exportlens: ignore[{', '.join(keep)}]"),), True)
     body = text.splitlines()[ignore.line]
     units = body.encode("utf-16-le")
     start = ignore.range.start.character
-    while start > 0 and units[(start - 1) * 2: start * 2].decode("utf-16-le") in (" ", "\t"):
+    while start > 0 and units[(start - 1) * 2 : start * 2].decode("utf-16-le") in (" ", "\t"):
         start -= 1
     end = ignore.range.end.character
     if start == 0 and end < len(units) // 2:  # a comment line going on after the directive: keep its indentation

@@ -36,8 +36,16 @@ class FileTargets:
 
     def job(self, path: str, root: str) -> JobSpec:
         """The worker request for this file."""
-        return {"file": path, "root": root, "main": self.run_as_main, "module_vars": self.module_vars,
-                "factories": self.factories, "lines": self.lines, "compile": self.compile, "trace": self.trace}
+        return {
+            "file": path,
+            "root": root,
+            "main": self.run_as_main,
+            "module_vars": self.module_vars,
+            "factories": self.factories,
+            "lines": self.lines,
+            "compile": self.compile,
+            "trace": self.trace,
+        }
 
 
 def _dotted(node: ast.expr) -> str:
@@ -154,5 +162,5 @@ NO_TARGET_HELP = (
     "ExportLens found nothing to analyse in this file. Declare a target in one of three ways: "
     "call torch.export.export(model, args) in the script; define module-level `model` (an "
     "nn.Module) and `example_args` (a tuple), optionally `example_kwargs` and `dynamic_shapes`; "
-    "or list \"path/file.py:factory\" under [tool.exportlens] targets in pyproject.toml."
+    'or list "path/file.py:factory" under [tool.exportlens] targets in pyproject.toml.'
 )

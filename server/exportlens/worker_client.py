@@ -93,8 +93,7 @@ def sweep(mark: str) -> int:
 
 
 class WorkerClient:
-    def __init__(self, python: str | None = None, *, warmup: bool = True,
-                 log: Callable[[str], None] | None = None, max_jobs: int | None = None) -> None:
+    def __init__(self, python: str | None = None, *, warmup: bool = True, log: Callable[[str], None] | None = None, max_jobs: int | None = None) -> None:
         self.python = python or sys.executable
         self.warmup = warmup
         self.log = log or (lambda line: None)
@@ -144,11 +143,18 @@ class WorkerClient:
         # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
         # user's workspace (a `selectors.py` there must not run); our own folder is safe.
         # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
-        creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
-            *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env, limit=64 * 1024 * 1024,
-            cwd=PACKAGE_PARENT, start_new_session=True,
-        ))
+        creating = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                limit=64 * 1024 * 1024,
+                cwd=PACKAGE_PARENT,
+                start_new_session=True,
+            )
+        )
         try:
             # Never cancel the creation itself: asyncio (3.11) then waits forever for pipes that
             # never connect. Let it finish (milliseconds), then stop what it started.
@@ -168,8 +174,7 @@ class WorkerClient:
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._stderr_tail = []
-        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)),
-                       loop.create_task(self._read_stderr(self._proc))]
+        self._tasks = [loop.create_task(self._read_events(self._proc, self._ready, self._mark)), loop.create_task(self._read_stderr(self._proc))]
         try:
             # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation (Ctrl+C) that
             # lands just as the awaited thing completes
@@ -213,8 +218,14 @@ class WorkerClient:
         for job_id, queue in list(self._queues.items()):
             if self._owner.get(job_id) is not proc:
                 continue
-            died: DoneEvent = {"event": "done", "id": job_id, "status": "crashed", "worker_died": True,
-                               "detail": f"the worker process died (exit status {code})", "stderr": ""}
+            died: DoneEvent = {
+                "event": "done",
+                "id": job_id,
+                "status": "crashed",
+                "worker_died": True,
+                "detail": f"the worker process died (exit status {code})",
+                "stderr": "",
+            }
             queue.put_nowait(died)
 
     def _startup_failure(self, code: int) -> str:
@@ -265,13 +276,16 @@ class WorkerClient:
                             event = await queue.get()
                     except TimeoutError:
                         # The zygote should have stopped this job long ago: it is stuck. Replace it.
-                        self.log(f"job {job_id}: no answer from the worker {DEADLINE_GRACE:.0f} s after its time limit; "
-                                 "restarting the worker")
+                        self.log(f"job {job_id}: no answer from the worker {DEADLINE_GRACE:.0f} s after its time limit; restarting the worker")
                         await self._forget()
                         finished = True
-                        yield {"event": "done", "id": job_id, "status": "timeout", "stderr": "",
-                               "detail": "the job ran past its time limit and the worker did not stop it; "
-                                         "the worker was restarted"}
+                        yield {
+                            "event": "done",
+                            "id": job_id,
+                            "status": "timeout",
+                            "stderr": "",
+                            "detail": "the job ran past its time limit and the worker did not stop it; the worker was restarted",
+                        }
                         return
                     if event.get("worker_died") and not started and attempt == 1:
                         await self._forget()

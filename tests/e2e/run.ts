@@ -71,7 +71,11 @@ function log(line: string): void {
 }
 
 function slug(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 60);
+  return s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 60);
 }
 
 async function screenshot(page: Page, name: string): Promise<string> {
@@ -103,7 +107,9 @@ async function scenario(page: Page, name: string, timeoutMs: number, body: () =>
     const shot = await screenshot(page, `FAIL ${name}`);
     const error = e instanceof Error ? e.message : String(e);
     results.push({ name, ok: false, seconds: (Date.now() - t0) / 1000, error });
-    log(`FAIL ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${error.split('\n')[0]}\n     screenshot: ${path.relative(REPO, shot)}`);
+    log(
+      `FAIL ${name} (${((Date.now() - t0) / 1000).toFixed(1)} s): ${error.split('\n')[0]}\n     screenshot: ${path.relative(REPO, shot)}`,
+    );
     return false;
   } finally {
     clearTimeout(timer);
@@ -127,7 +133,15 @@ async function launchBrowser(profile: string, consoleLog: string): Promise<{ con
     executablePath,
     headless: true,
     viewport: { width: 1600, height: 1000 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   // Nothing leaves the machine: only loopback requests are let through.
   await context.route('**/*', (route) => {
@@ -164,7 +178,11 @@ async function openSession(root: string, name: string, vsix: string, python: str
     // A workspace setting that would run an interpreter from the (untrusted) folder itself:
     // VS Code must ignore it (restrictedConfigurations) until the folder is trusted.
     const wrapper = path.join(workspace, WORKSPACE_INTERPRETER);
-    fs.writeFileSync(wrapper, `#!/bin/sh\necho ran >> "$(dirname "$0")/${WORKSPACE_INTERPRETER_MARKER}"\nexec ${JSON.stringify(python)} "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      wrapper,
+      `#!/bin/sh\necho ran >> "$(dirname "$0")/${WORKSPACE_INTERPRETER_MARKER}"\nexec ${JSON.stringify(python)} "$@"\n`,
+      { mode: 0o755 },
+    );
     fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
     fs.writeFileSync(
       path.join(workspace, '.vscode', 'settings.json'),
@@ -235,143 +253,202 @@ async function trustedSession(page: Page, workspace: string, userDataDir: string
   // every wait is a poll for the event itself, so a fast machine does not wait longer.
   await scenario(page, 'workbench loads', 180_000, () => waitForWorkbench(page));
 
-  await scenario(page, 'extension activates and the output shows the server starting', 300_000, async () => {
-    await openFile(page, first.file);
-    await poll('the ExportLens status bar item', 120_000, () => statusText(page));
-    await runCommand(page, 'ExportLens: Show output');
-    // The panel shows the channel; its first lines may scroll away, so the order of the start-up
-    // lines is read from the channel's log file.
-    await poll('the ExportLens output channel in the panel', 60_000, async () => ((await outputText(page)).includes('[info]') ? true : undefined));
-    const text = await poll('server start lines in the ExportLens log', 120_000, () => {
-      const t = extensionLog(userDataDir);
-      const a = t.indexOf('Starting ExportLens server');
-      const b = t.search(/torch 2\.\d+/);
-      const c = t.indexOf('ExportLens server is running');
-      return Promise.resolve(a >= 0 && b > a && c > b ? t : undefined);
-    }).catch((e: unknown) => {
-      throw new Error(`${String(e)}; log was:\n${extensionLog(userDataDir).slice(0, 3000)}`);
-    });
-    if (/stopped unexpectedly|crashed several times|failed to initialize|could not start/.test(text)) {
-      throw new Error(`the log shows a crash:\n${text.slice(0, 3000)}`);
-    }
-    await runCommand(page, 'View: Hide Panel');
-  }, filter);
+  await scenario(
+    page,
+    'extension activates and the output shows the server starting',
+    300_000,
+    async () => {
+      await openFile(page, first.file);
+      await poll('the ExportLens status bar item', 120_000, () => statusText(page));
+      await runCommand(page, 'ExportLens: Show output');
+      // The panel shows the channel; its first lines may scroll away, so the order of the start-up
+      // lines is read from the channel's log file.
+      await poll('the ExportLens output channel in the panel', 60_000, async () =>
+        (await outputText(page)).includes('[info]') ? true : undefined,
+      );
+      const text = await poll('server start lines in the ExportLens log', 120_000, () => {
+        const t = extensionLog(userDataDir);
+        const a = t.indexOf('Starting ExportLens server');
+        const b = t.search(/torch 2\.\d+/);
+        const c = t.indexOf('ExportLens server is running');
+        return Promise.resolve(a >= 0 && b > a && c > b ? t : undefined);
+      }).catch((e: unknown) => {
+        throw new Error(`${String(e)}; log was:\n${extensionLog(userDataDir).slice(0, 3000)}`);
+      });
+      if (/stopped unexpectedly|crashed several times|failed to initialize|could not start/.test(text)) {
+        throw new Error(`the log shows a crash:\n${text.slice(0, 3000)}`);
+      }
+      await runCommand(page, 'View: Hide Panel');
+    },
+    filter,
+  );
 
   for (const kind of KINDS) {
-    await scenario(page, `squiggles on the exact lines: ${kind}`, 150_000, async () => {
-      const byFile = new Map<string, Located[]>();
-      for (const l of located) {
-        byFile.set(l.file, [...(byFile.get(l.file) ?? []), l]);
-      }
-      for (const [file, all] of byFile) {
-        if (all.some((l) => l.code === kind)) {
-          const trigger = all.find((l) => l.trigger !== undefined)?.trigger;
-          if (trigger !== undefined) {
-            await openFile(page, trigger);
-          }
-          await squigglesOf(page, file, all, 90_000);
+    await scenario(
+      page,
+      `squiggles on the exact lines: ${kind}`,
+      150_000,
+      async () => {
+        const byFile = new Map<string, Located[]>();
+        for (const l of located) {
+          byFile.set(l.file, [...(byFile.get(l.file) ?? []), l]);
         }
-      }
-    }, filter);
+        for (const [file, all] of byFile) {
+          if (all.some((l) => l.code === kind)) {
+            const trigger = all.find((l) => l.trigger !== undefined)?.trigger;
+            if (trigger !== undefined) {
+              await openFile(page, trigger);
+            }
+            await squigglesOf(page, file, all, 90_000);
+          }
+        }
+      },
+      filter,
+    );
   }
 
-  await scenario(page, 'Problems panel lists each problem with its code and line', 60_000, async () => {
-    await page.keyboard.press('Escape');
-    await page.keyboard.press(`${MOD}+Shift+M`);
-    await page.locator('.markers-panel').waitFor({ timeout: 10_000 });
-    await runCommand(page, 'View: Toggle Maximized Panel');
-    await poll('every expected Problems row', 30_000, async () => {
-      const rows = await problemRows(page);
-      const missing = located.filter(
-        (l) =>
-          !rows.some(
-            (r) =>
-              r.file === `${path.basename(l.file)}${path.basename(path.dirname(l.file))}` &&
-              new RegExp(`exportlens\\W*${l.code}\\W`).test(r.text) &&
-              r.text.includes(`[Ln ${l.line},`),
-          ),
-      );
-      return missing.length === 0 ? true : undefined;
-    }).catch(async (e: unknown) => {
-      throw new Error(`${String(e)}; rows: ${JSON.stringify(await problemRows(page), null, 1)}`);
-    });
-    await screenshot(page, 'problems panel');
-    await runCommand(page, 'View: Toggle Maximized Panel');
-    await runCommand(page, 'View: Hide Panel');
-  }, filter);
+  await scenario(
+    page,
+    'Problems panel lists each problem with its code and line',
+    60_000,
+    async () => {
+      await page.keyboard.press('Escape');
+      await page.keyboard.press(`${MOD}+Shift+M`);
+      await page.locator('.markers-panel').waitFor({ timeout: 10_000 });
+      await runCommand(page, 'View: Toggle Maximized Panel');
+      await poll('every expected Problems row', 30_000, async () => {
+        const rows = await problemRows(page);
+        const missing = located.filter(
+          (l) =>
+            !rows.some(
+              (r) =>
+                r.file === `${path.basename(l.file)}${path.basename(path.dirname(l.file))}` &&
+                new RegExp(`exportlens\\W*${l.code}\\W`).test(r.text) &&
+                r.text.includes(`[Ln ${l.line},`),
+            ),
+        );
+        return missing.length === 0 ? true : undefined;
+      }).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}; rows: ${JSON.stringify(await problemRows(page), null, 1)}`);
+      });
+      await screenshot(page, 'problems panel');
+      await runCommand(page, 'View: Toggle Maximized Panel');
+      await runCommand(page, 'View: Hide Panel');
+    },
+    filter,
+  );
 
   const fixTarget = located.find((l) => l.file === 'data_dependent/item_branch.py');
-  await scenario(page, 'Run draft export from the command palette shows progress', 120_000, async () => {
-    if (!fixTarget) {
-      throw new Error('item_branch expectation missing');
-    }
-    await openFile(page, fixTarget.file);
-    await poll('the run to be idle first', 60_000, async () => ((await statusText(page))?.includes('running') ? undefined : true));
-    await startRecordingUi(page);
-    await runCommand(page, 'ExportLens: Run draft export on this file');
-    await poll('the run to start', 30_000, async () => ((await recordedUi(page)).includes('status: ExportLens: running') ? true : undefined), 50);
-    await poll('the run to finish', 90_000, async () => {
-      const s = await statusText(page);
-      return s !== undefined && !s.includes('running') ? s : undefined;
-    });
-    const seen = await recordedUi(page);
-    log(`     seen during the run: ${JSON.stringify(seen)}`);
-    if (!seen.some((t) => t.startsWith('toast:') && t.includes('draft export'))) {
-      throw new Error(`no progress notification for the run; saw ${JSON.stringify(seen)}`);
-    }
-    if (!seen.includes('status: ExportLens: running')) {
-      throw new Error(`the status bar never showed the run; saw ${JSON.stringify(seen)}`);
-    }
-    await squigglesOf(page, fixTarget.file, [fixTarget], 30_000);
-  }, filter);
+  await scenario(
+    page,
+    'Run draft export from the command palette shows progress',
+    120_000,
+    async () => {
+      if (!fixTarget) {
+        throw new Error('item_branch expectation missing');
+      }
+      await openFile(page, fixTarget.file);
+      await poll('the run to be idle first', 60_000, async () => ((await statusText(page))?.includes('running') ? undefined : true));
+      await startRecordingUi(page);
+      await runCommand(page, 'ExportLens: Run draft export on this file');
+      await poll(
+        'the run to start',
+        30_000,
+        async () => ((await recordedUi(page)).includes('status: ExportLens: running') ? true : undefined),
+        50,
+      );
+      await poll('the run to finish', 90_000, async () => {
+        const s = await statusText(page);
+        return s !== undefined && !s.includes('running') ? s : undefined;
+      });
+      const seen = await recordedUi(page);
+      log(`     seen during the run: ${JSON.stringify(seen)}`);
+      if (!seen.some((t) => t.startsWith('toast:') && t.includes('draft export'))) {
+        throw new Error(`no progress notification for the run; saw ${JSON.stringify(seen)}`);
+      }
+      if (!seen.includes('status: ExportLens: running')) {
+        throw new Error(`the status bar never showed the run; saw ${JSON.stringify(seen)}`);
+      }
+      await squigglesOf(page, fixTarget.file, [fixTarget], 30_000);
+    },
+    filter,
+  );
 
-  await scenario(page, 'quick fix with Ctrl+. removes the diagnostic after save', 120_000, async () => {
-    if (!fixTarget) {
-      throw new Error('item_branch expectation missing');
-    }
-    await openFile(page, fixTarget.file);
-    await squigglesOf(page, fixTarget.file, [fixTarget], 60_000);
-    await gotoLine(page, fixTarget.line, fixTarget.column);
-    await page.keyboard.press(`${MOD}+.`);
-    const row = page.locator('.action-widget .monaco-list-row', { hasText: 'torch._check(n > 2)' }).first();
-    await row.waitFor({ state: 'visible', timeout: 20_000 });
-    await screenshot(page, 'quick fix menu');
-    // The preferred fix comes first and has the keyboard focus: Enter applies it.
-    const focused = page.locator('.action-widget .monaco-list-row.focused');
-    const focusedText = (await focused.count()) > 0 ? await focused.first().innerText() : '';
-    if (focusedText.includes('torch._check(n > 2)')) {
-      await page.keyboard.press('Enter');
-    } else {
-      log(`     focused quick fix was ${JSON.stringify(focusedText)}: clicking the preferred one`);
-      await row.click();
-    }
-    await poll('the fix in the editor', 10_000, async () => ((await editorText(page)).includes('torch._check(n > 2)') ? true : undefined));
-    await page.keyboard.press(`${MOD}+S`);
-    await poll('the fix saved to disk', 10_000, () =>
-      Promise.resolve(
-      fs.readFileSync(path.join(workspace, fixTarget.file), 'utf8').includes('torch._check(n > 2)') ? true : undefined),
-    );
-    await poll('no squiggle left in the fixed file', 90_000, async () => ((await visibleSquiggles(page)).length === 0 ? true : undefined));
-  }, filter);
+  await scenario(
+    page,
+    'quick fix with Ctrl+. removes the diagnostic after save',
+    120_000,
+    async () => {
+      if (!fixTarget) {
+        throw new Error('item_branch expectation missing');
+      }
+      await openFile(page, fixTarget.file);
+      await squigglesOf(page, fixTarget.file, [fixTarget], 60_000);
+      await gotoLine(page, fixTarget.line, fixTarget.column);
+      await page.keyboard.press(`${MOD}+.`);
+      const row = page.locator('.action-widget .monaco-list-row', { hasText: 'torch._check(n > 2)' }).first();
+      await row.waitFor({ state: 'visible', timeout: 20_000 });
+      await screenshot(page, 'quick fix menu');
+      // The preferred fix comes first and has the keyboard focus: Enter applies it.
+      const focused = page.locator('.action-widget .monaco-list-row.focused');
+      const focusedText = (await focused.count()) > 0 ? await focused.first().innerText() : '';
+      if (focusedText.includes('torch._check(n > 2)')) {
+        await page.keyboard.press('Enter');
+      } else {
+        log(`     focused quick fix was ${JSON.stringify(focusedText)}: clicking the preferred one`);
+        await row.click();
+      }
+      await poll('the fix in the editor', 10_000, async () =>
+        (await editorText(page)).includes('torch._check(n > 2)') ? true : undefined,
+      );
+      await page.keyboard.press(`${MOD}+S`);
+      await poll('the fix saved to disk', 10_000, () =>
+        Promise.resolve(fs.readFileSync(path.join(workspace, fixTarget.file), 'utf8').includes('torch._check(n > 2)') ? true : undefined),
+      );
+      await poll('no squiggle left in the fixed file', 90_000, async () =>
+        (await visibleSquiggles(page)).length === 0 ? true : undefined,
+      );
+    },
+    filter,
+  );
 
-  await scenario(page, 'status bar shows the problem count', 60_000, async () => {
-    const want = `ExportLens: ${located.length - 1} problems`;
-    await poll(`status "${want}"`, 60_000, async () => ((await statusText(page)) === want ? true : undefined)).catch(async (e: unknown) => {
-      throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
-    });
-  }, filter);
+  await scenario(
+    page,
+    'status bar shows the problem count',
+    60_000,
+    async () => {
+      const want = `ExportLens: ${located.length - 1} problems`;
+      await poll(`status "${want}"`, 60_000, async () => ((await statusText(page)) === want ? true : undefined)).catch(
+        async (e: unknown) => {
+          throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
+        },
+      );
+    },
+    filter,
+  );
 
-  await scenario(page, 'trusted workspace: the example code is executed (control for the trust test)', 90_000, async () => {
-    await openFile(page, TRUST_PROBE.file);
-    await poll('the trust probe marker', 60_000, () => Promise.resolve(fs.existsSync(path.join(workspace, TRUST_PROBE.marker)) ? true : undefined));
-  }, filter);
+  await scenario(
+    page,
+    'trusted workspace: the example code is executed (control for the trust test)',
+    90_000,
+    async () => {
+      await openFile(page, TRUST_PROBE.file);
+      await poll('the trust probe marker', 60_000, () =>
+        Promise.resolve(fs.existsSync(path.join(workspace, TRUST_PROBE.marker)) ? true : undefined),
+      );
+    },
+    filter,
+  );
 }
 
 /** An interpreter the e2e machine has without torch, or a path that does not exist. */
 function interpreterWithoutTorch(root: string): { path: string; message: RegExp } {
   for (const candidate of ['/usr/bin/python3']) {
     try {
-      execFileSync(candidate, ['-c', 'import importlib.util,sys; sys.exit(importlib.util.find_spec("torch") is not None)'], { cwd: root, stdio: 'ignore' });
+      execFileSync(candidate, ['-c', 'import importlib.util,sys; sys.exit(importlib.util.find_spec("torch") is not None)'], {
+        cwd: root,
+        stdio: 'ignore',
+      });
       return { path: candidate, message: /has no torch/ };
     } catch {
       // has torch or is missing
@@ -394,81 +471,97 @@ async function setInterpreterInSettingsUi(page: Page, value: string): Promise<vo
 }
 
 async function interpreterScenario(page: Page, python: string, root: string, filter?: string): Promise<void> {
-  await scenario(page, 'interpreter without torch: one notification with its buttons, then recovery', 150_000, async () => {
-    const bad = interpreterWithoutTorch(root);
-    await openFile(page, 'clean/model.py');
-    await poll('the server running', 60_000, async () => ((await statusText(page)) ?? '').match(/^ExportLens(: \d+ problems?)?$/) ?? undefined);
-    await startRecordingUi(page);
-    try {
-      await setInterpreterInSettingsUi(page, bad.path);
-      await poll('status "ExportLens: no torch"', 60_000, async () => ((await statusText(page)) === 'ExportLens: no torch' ? true : undefined)).catch(
-        async (e: unknown) => {
-          throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
-        },
+  await scenario(
+    page,
+    'interpreter without torch: one notification with its buttons, then recovery',
+    150_000,
+    async () => {
+      const bad = interpreterWithoutTorch(root);
+      await openFile(page, 'clean/model.py');
+      await poll(
+        'the server running',
+        60_000,
+        async () => ((await statusText(page)) ?? '').match(/^ExportLens(: \d+ problems?)?$/) ?? undefined,
       );
-      const toast = page.locator('.notification-toast', { hasText: bad.message });
-      await toast.first().waitFor({ timeout: 20_000 });
-      for (const button of ['Select interpreter', 'Open settings']) {
-        if ((await toast.first().getByRole('button', { name: button }).count()) !== 1) {
-          throw new Error(`the notification has no "${button}" button`);
+      await startRecordingUi(page);
+      try {
+        await setInterpreterInSettingsUi(page, bad.path);
+        await poll('status "ExportLens: no torch"', 60_000, async () =>
+          (await statusText(page)) === 'ExportLens: no torch' ? true : undefined,
+        ).catch(async (e: unknown) => {
+          throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
+        });
+        const toast = page.locator('.notification-toast', { hasText: bad.message });
+        await toast.first().waitFor({ timeout: 20_000 });
+        for (const button of ['Select interpreter', 'Open settings']) {
+          if ((await toast.first().getByRole('button', { name: button }).count()) !== 1) {
+            throw new Error(`the notification has no "${button}" button`);
+          }
         }
+        await screenshot(page, 'interpreter without torch');
+        await sleep(3_000);
+        const toasts = (await recordedUi(page)).filter((t) => t.startsWith('toast:') && bad.message.test(t));
+        if (toasts.length !== 1) {
+          throw new Error(`expected one notification, saw ${toasts.length}: ${JSON.stringify(toasts)}`);
+        }
+      } finally {
+        await setInterpreterInSettingsUi(page, python);
       }
-      await screenshot(page, 'interpreter without torch');
-      await sleep(3_000);
-      const toasts = (await recordedUi(page)).filter((t) => t.startsWith('toast:') && bad.message.test(t));
-      if (toasts.length !== 1) {
-        throw new Error(`expected one notification, saw ${toasts.length}: ${JSON.stringify(toasts)}`);
-      }
-    } finally {
-      await setInterpreterInSettingsUi(page, python);
-    }
-    // Back to the good interpreter: the server restarts by itself.
-    await poll('the server back after the interpreter change', 60_000, async () => {
-      const s = await statusText(page);
-      return s !== undefined && /^ExportLens(: \d+ problems?)?$/.test(s) ? true : undefined;
-    }).catch(async (e: unknown) => {
-      throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
-    });
-  }, filter);
+      // Back to the good interpreter: the server restarts by itself.
+      await poll('the server back after the interpreter change', 60_000, async () => {
+        const s = await statusText(page);
+        return s !== undefined && /^ExportLens(: \d+ problems?)?$/.test(s) ? true : undefined;
+      }).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
+      });
+    },
+    filter,
+  );
 }
 
 async function untrustedSession(page: Page, workspace: string, filter?: string): Promise<void> {
-  await scenario(page, 'untrusted folder: restricted mode, no user code runs', 120_000, async () => {
-    // Workspace trust prompt: choose "No, I don't trust the authors".
-    const no = page.getByRole('button', { name: /No, I don.t trust/ });
-    await no.waitFor({ timeout: 60_000 });
-    await screenshot(page, 'workspace trust prompt');
-    await no.click();
-    await waitForWorkbench(page);
-    await startRecordingUi(page);
-    await openFile(page, TRUST_PROBE.file);
-    await poll('status "ExportLens: restricted"', 60_000, async () => ((await statusText(page)) === 'ExportLens: restricted' ? true : undefined)).catch(
-      async (e: unknown) => {
+  await scenario(
+    page,
+    'untrusted folder: restricted mode, no user code runs',
+    120_000,
+    async () => {
+      // Workspace trust prompt: choose "No, I don't trust the authors".
+      const no = page.getByRole('button', { name: /No, I don.t trust/ });
+      await no.waitFor({ timeout: 60_000 });
+      await screenshot(page, 'workspace trust prompt');
+      await no.click();
+      await waitForWorkbench(page);
+      await startRecordingUi(page);
+      await openFile(page, TRUST_PROBE.file);
+      await poll('status "ExportLens: restricted"', 60_000, async () =>
+        (await statusText(page)) === 'ExportLens: restricted' ? true : undefined,
+      ).catch(async (e: unknown) => {
         throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
-      },
-    );
-    await runCommand(page, 'ExportLens: Show output');
-    await poll('"Workspace trusted: false" in the output', 30_000, async () =>
-      (await outputText(page)).includes('Workspace trusted: false') ? true : undefined,
-    );
-    // Give a run (which would take a few seconds in the trusted session) ample time to happen.
-    await openFile(page, 'data_dependent/item_branch.py');
-    await sleep(10_000);
-    if (fs.existsSync(path.join(workspace, TRUST_PROBE.marker))) {
-      throw new Error('the trust probe ran in an untrusted workspace');
-    }
-    if (fs.existsSync(path.join(workspace, WORKSPACE_INTERPRETER_MARKER))) {
-      throw new Error('the interpreter named in the untrusted workspace settings was executed');
-    }
-    const seen = await recordedUi(page);
-    if (!seen.some((t) => t.startsWith('toast:') && /not trusted/.test(t))) {
-      throw new Error(`the server did not say that it is off in an untrusted workspace; saw ${JSON.stringify(seen)}`);
-    }
-    const squiggles = await visibleSquiggles(page);
-    if (squiggles.length > 0) {
-      throw new Error(`diagnostics from running code in an untrusted workspace: ${JSON.stringify(squiggles)}`);
-    }
-  }, filter);
+      });
+      await runCommand(page, 'ExportLens: Show output');
+      await poll('"Workspace trusted: false" in the output', 30_000, async () =>
+        (await outputText(page)).includes('Workspace trusted: false') ? true : undefined,
+      );
+      // Give a run (which would take a few seconds in the trusted session) ample time to happen.
+      await openFile(page, 'data_dependent/item_branch.py');
+      await sleep(10_000);
+      if (fs.existsSync(path.join(workspace, TRUST_PROBE.marker))) {
+        throw new Error('the trust probe ran in an untrusted workspace');
+      }
+      if (fs.existsSync(path.join(workspace, WORKSPACE_INTERPRETER_MARKER))) {
+        throw new Error('the interpreter named in the untrusted workspace settings was executed');
+      }
+      const seen = await recordedUi(page);
+      if (!seen.some((t) => t.startsWith('toast:') && /not trusted/.test(t))) {
+        throw new Error(`the server did not say that it is off in an untrusted workspace; saw ${JSON.stringify(seen)}`);
+      }
+      const squiggles = await visibleSquiggles(page);
+      if (squiggles.length > 0) {
+        throw new Error(`diagnostics from running code in an untrusted workspace: ${JSON.stringify(squiggles)}`);
+      }
+    },
+    filter,
+  );
 }
 
 /** Text of the ExportLens output channel's log files written by the extension host. */
@@ -492,29 +585,35 @@ function extensionLog(userDataDir: string): string {
 }
 
 async function grantTrustScenario(page: Page, workspace: string, userDataDir: string, filter?: string): Promise<void> {
-  await scenario(page, 'granting workspace trust restarts the server, which then runs the code', 120_000, async () => {
-    await runCommand(page, 'Workspaces: Manage Workspace Trust');
-    const trust = page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust$/ }).first();
-    await trust.waitFor({ timeout: 15_000 });
-    await trust.click();
-    await openFile(page, TRUST_PROBE.file);
-    await poll('the trust probe marker after trust was granted', 60_000, () =>
-      Promise.resolve(fs.existsSync(path.join(workspace, TRUST_PROBE.marker)) ? true : undefined),
-    );
-    // The output channel's log file (the panel shows only its last lines).
-    await poll('"Workspace trust granted" then "Workspace trusted: true" in the ExportLens log', 30_000, () => {
-      const t = extensionLog(userDataDir);
-      const granted = t.indexOf('Workspace trust granted');
-      return Promise.resolve(granted >= 0 && t.indexOf('Workspace trusted: true', granted) > granted ? true : undefined);
-    });
-    // Trusted now, the workspace's own interpreter setting applies (and works).
-    if (!fs.existsSync(path.join(workspace, WORKSPACE_INTERPRETER_MARKER))) {
-      throw new Error('after trust was granted the workspace interpreter setting was not used');
-    }
-    await openFile(page, 'data_dependent/item_branch.py');
-    const line = locate(workspace, EXPECTED[0] as (typeof EXPECTED)[number]);
-    await squigglesOf(page, line.file, [line], 60_000);
-  }, filter);
+  await scenario(
+    page,
+    'granting workspace trust restarts the server, which then runs the code',
+    120_000,
+    async () => {
+      await runCommand(page, 'Workspaces: Manage Workspace Trust');
+      const trust = page.locator('.workspace-trust-editor .monaco-button', { hasText: /^Trust$/ }).first();
+      await trust.waitFor({ timeout: 15_000 });
+      await trust.click();
+      await openFile(page, TRUST_PROBE.file);
+      await poll('the trust probe marker after trust was granted', 60_000, () =>
+        Promise.resolve(fs.existsSync(path.join(workspace, TRUST_PROBE.marker)) ? true : undefined),
+      );
+      // The output channel's log file (the panel shows only its last lines).
+      await poll('"Workspace trust granted" then "Workspace trusted: true" in the ExportLens log', 30_000, () => {
+        const t = extensionLog(userDataDir);
+        const granted = t.indexOf('Workspace trust granted');
+        return Promise.resolve(granted >= 0 && t.indexOf('Workspace trusted: true', granted) > granted ? true : undefined);
+      });
+      // Trusted now, the workspace's own interpreter setting applies (and works).
+      if (!fs.existsSync(path.join(workspace, WORKSPACE_INTERPRETER_MARKER))) {
+        throw new Error('after trust was granted the workspace interpreter setting was not used');
+      }
+      await openFile(page, 'data_dependent/item_branch.py');
+      const line = locate(workspace, EXPECTED[0] as (typeof EXPECTED)[number]);
+      await squigglesOf(page, line.file, [line], 60_000);
+    },
+    filter,
+  );
 }
 
 async function main(): Promise<number> {

@@ -83,14 +83,16 @@ export async function visibleSquiggles(page: Page): Promise<Squiggle[]> {
       }
     });
     const out: { line: number; kind: 'error' | 'warning' | 'info' }[] = [];
-    editor.querySelectorAll<HTMLElement>('.view-overlays .squiggly-error, .view-overlays .squiggly-warning, .view-overlays .squiggly-info').forEach((el) => {
-      const row = el.parentElement;
-      const line = row ? lineAtTop.get(row.style.top) : undefined;
-      if (line !== undefined) {
-        const kind = el.classList.contains('squiggly-error') ? 'error' : el.classList.contains('squiggly-warning') ? 'warning' : 'info';
-        out.push({ line, kind });
-      }
-    });
+    editor
+      .querySelectorAll<HTMLElement>('.view-overlays .squiggly-error, .view-overlays .squiggly-warning, .view-overlays .squiggly-info')
+      .forEach((el) => {
+        const row = el.parentElement;
+        const line = row ? lineAtTop.get(row.style.top) : undefined;
+        if (line !== undefined) {
+          const kind = el.classList.contains('squiggly-error') ? 'error' : el.classList.contains('squiggly-warning') ? 'warning' : 'info';
+          out.push({ line, kind });
+        }
+      });
     return out;
   });
 }
@@ -143,7 +145,9 @@ export async function problemRows(page: Page): Promise<ProblemRow[]> {
     els
       .map((e) => ({
         top: parseFloat((e as HTMLElement).style.top || '0'),
-        isFile: e.querySelector('.file-icon, .monaco-icon-label.file-icon') !== null && e.querySelector('.marker-icon, .codicon-error, .codicon-warning') === null,
+        isFile:
+          e.querySelector('.file-icon, .monaco-icon-label.file-icon') !== null &&
+          e.querySelector('.marker-icon, .codicon-error, .codicon-warning') === null,
         text: (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim(),
       }))
       .sort((a, b) => a.top - b.top),

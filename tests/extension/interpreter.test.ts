@@ -25,7 +25,10 @@ describe('chooseInterpreter', () => {
   });
 
   it('describes where the choice came from', () => {
-    assert.equal(describeChoice({ command: 'python3', source: 'default' }), 'python3 (default; set exportlens.interpreter or select an interpreter)');
+    assert.equal(
+      describeChoice({ command: 'python3', source: 'default' }),
+      'python3 (default; set exportlens.interpreter or select an interpreter)',
+    );
     assert.match(describeChoice({ command: '/p', source: 'setting' }), /from exportlens\.interpreter/);
   });
 });
@@ -68,7 +71,10 @@ describe('interpreterForTrust', () => {
   it('keeps an interpreter outside the untrusted workspace, and bare commands', () => {
     const outside = { command: '/usr/bin/python3.12', source: 'setting' as const };
     assert.deepEqual(interpreterForTrust(outside, false, ['/ws/proj']), outside);
-    assert.deepEqual(interpreterForTrust({ command: 'python3', source: 'default' }, false, ['/ws/proj']), { command: 'python3', source: 'default' });
+    assert.deepEqual(interpreterForTrust({ command: 'python3', source: 'default' }, false, ['/ws/proj']), {
+      command: 'python3',
+      source: 'default',
+    });
     // A sibling folder whose name starts like the workspace is not inside it.
     const sibling = { command: '/ws/project2/bin/python', source: 'setting' as const };
     assert.deepEqual(interpreterForTrust(sibling, false, ['/ws/proj']), sibling);

@@ -37,7 +37,10 @@ describe('serverLaunch', () => {
   });
 
   it('uses server/ from a source checkout when nothing is bundled', () => {
-    assert.deepEqual(libraryFolders(root, (p) => p === source), [source]);
+    assert.deepEqual(
+      libraryFolders(root, (p) => p === source),
+      [source],
+    );
     const l = serverLaunch({ interpreter: 'python3', extensionRoot: root, exists: (p) => p === source, env: {}, platform: 'linux' });
     assert.equal(l.env['PYTHONPATH'], source);
   });
@@ -54,6 +57,9 @@ describe('serverLaunch', () => {
   });
 
   it('has no library folder when neither exists', () => {
-    assert.deepEqual(libraryFolders(root, () => false), []);
+    assert.deepEqual(
+      libraryFolders(root, () => false),
+      [],
+    );
   });
 });

@@ -1,18 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  changeEffect,
-  DEFAULT_SETTINGS,
-  initializationOptions,
-  parseSettings,
-  settingsForServer,
-} from '../../extension/lib/settings';
+import { changeEffect, DEFAULT_SETTINGS, initializationOptions, parseSettings, settingsForServer } from '../../extension/lib/settings';
 
 describe('parseSettings', () => {
   it('gives the defaults for an empty configuration, without warnings', () => {
     const { settings, warnings } = parseSettings({});
     assert.deepEqual(settings, {
-      interpreter: '', run: 'onSave', timeoutSeconds: 120, targets: [], traceServer: 'off', compileBackend: 'eager',
+      interpreter: '',
+      run: 'onSave',
+      timeoutSeconds: 120,
+      targets: [],
+      traceServer: 'off',
+      compileBackend: 'eager',
     });
     assert.deepEqual(warnings, []);
   });

@@ -15,7 +15,9 @@ const opts = { timeoutMs: 60_000, cwd: os.tmpdir() };
 function pythonWithoutTorch(): string | undefined {
   for (const candidate of ['/usr/bin/python3', 'python3']) {
     try {
-      execFileSync(candidate, ['-c', 'import importlib.util,sys; sys.exit(importlib.util.find_spec("torch") is not None)'], { cwd: os.tmpdir() });
+      execFileSync(candidate, ['-c', 'import importlib.util,sys; sys.exit(importlib.util.find_spec("torch") is not None)'], {
+        cwd: os.tmpdir(),
+      });
       return candidate;
     } catch {
       // has torch, or is missing

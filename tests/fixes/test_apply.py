@@ -68,10 +68,7 @@ def test_apply_fix_across_files_and_unified_diff() -> None:
     out = apply_fix({"a.py": "x = 1\n", "b.py": "y = 2"}, fix)
     assert out == {"a.py": "import torch\nx = 1\n", "b.py": "z = 2"}
     diff = unified_diff("y = 2", out["b.py"], "b.py")
-    assert diff == (
-        "--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-y = 2\n\\ No newline at end of file\n"
-        "+z = 2\n\\ No newline at end of file\n"
-    )
+    assert diff == ("--- a/b.py\n+++ b/b.py\n@@ -1 +1 @@\n-y = 2\n\\ No newline at end of file\n+z = 2\n\\ No newline at end of file\n")
     assert unified_diff("same\n", "same\n", "c.py") == ""
 
 

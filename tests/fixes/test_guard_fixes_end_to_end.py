@@ -14,10 +14,13 @@ HEAD = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n
 TAIL = "            return torch.ones(1) * n\n        return torch.zeros(1)\n\n\nmodel = M()\nexample_args = (torch.tensor(5),)\n"
 
 
-@pytest.mark.parametrize(("body", "check_lines"), [
-    ("        if (n := x.item()) > 2:\n", ["n = x.item()", "torch._check(n > 2)", "if n > 2:"]),
-    ("        n = x.item()\n        if n > 2 and n < 100:\n", ["torch._check(n > 2)", "torch._check(n < 100)"]),
-])
+@pytest.mark.parametrize(
+    ("body", "check_lines"),
+    [
+        ("        if (n := x.item()) > 2:\n", ["n = x.item()", "torch._check(n > 2)", "if n > 2:"]),
+        ("        n = x.item()\n        if n > 2 and n < 100:\n", ["torch._check(n > 2)", "torch._check(n < 100)"]),
+    ],
+)
 def test_the_preferred_fix_makes_export_pass(engine: SyncEngine, project: Path, body: str, check_lines: list[str]) -> None:
     path = project / "guarded.py"
     text = HEAD + body + TAIL

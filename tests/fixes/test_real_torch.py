@@ -54,9 +54,7 @@ def _run(suffix: str) -> dict[str, str]:
     if not PYTHON.exists():
         pytest.skip("no .venv with torch")
     jobs = [(n, str(p.with_name(p.name[:-5] + suffix)), e) for n, p, e in CASES]
-    proc = subprocess.run(
-        [str(PYTHON), "-c", RUNNER, json.dumps(jobs)], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
+    proc = subprocess.run([str(PYTHON), "-c", RUNNER, json.dumps(jobs)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
     assert line is not None, proc.stderr[-2000:]
     return dict(json.loads(line[len("RESULTS ") :]))

@@ -61,8 +61,7 @@ example_args = (torch.ones(2),)
 def server_config() -> ClientServerConfig:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "server"), env.get("PYTHONPATH")) if p)
-    return ClientServerConfig(server_command=[sys.executable, "-m", "exportlens", "serve"],
-                              client_factory=make_client, server_env=env)
+    return ClientServerConfig(server_command=[sys.executable, "-m", "exportlens", "serve"], client_factory=make_client, server_env=env)
 
 
 def make_client() -> LanguageClient:
@@ -96,8 +95,7 @@ def copy_examples(dest: Path) -> Path:
     return ws
 
 
-def init_params(ws: Path, *, trusted: bool = True, settings: dict[str, Any] | None = None,
-                client: str = "visual-studio-code") -> types.InitializeParams:
+def init_params(ws: Path, *, trusted: bool = True, settings: dict[str, Any] | None = None, client: str = "visual-studio-code") -> types.InitializeParams:
     uri = ws.as_uri()
     return types.InitializeParams(
         capabilities=pytest_lsp.client_capabilities(client),
@@ -109,12 +107,12 @@ def init_params(ws: Path, *, trusted: bool = True, settings: dict[str, Any] | No
 
 # -- documents, as an editor keeps them --------------------------------------------------------
 
+
 def open_doc(client: LanguageClient, path: Path) -> str:
     uri = path.as_uri()
     text = path.read_text()
     client.docs[uri] = [1, text]  # type: ignore[attr-defined]
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
     return uri
 
 
@@ -122,9 +120,12 @@ def change_doc(client: LanguageClient, uri: str, text: str) -> int:
     doc = client.docs[uri]  # type: ignore[attr-defined]
     doc[0] += 1
     doc[1] = text
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc[0]),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=doc[0]),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
     return int(doc[0])
 
 
@@ -155,7 +156,7 @@ def _offset(text: str, pos: types.Position) -> int:
 
 def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        text = text[: _offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end):]
+        text = text[: _offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end) :]
     return text
 
 
@@ -181,6 +182,7 @@ def apply_workspace_edit(client: LanguageClient, edit: types.WorkspaceEdit) -> b
 
 # -- waiting -----------------------------------------------------------------------------------
 
+
 async def wait_for(predicate: Callable[[], Any], timeout: float = WAIT, what: str = "condition") -> Any:
     """Poll until `predicate()` is truthy; fail with `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
@@ -203,8 +205,7 @@ async def next_publish(client: LanguageClient, uri: str, since: float, timeout: 
 
 
 def spans(diags: Any) -> list[tuple[int, int, int, int, str]]:
-    return sorted((d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, str(d.code))
-                  for d in diags)
+    return sorted((d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character, str(d.code)) for d in diags)
 
 
 def progress_kinds(client: LanguageClient) -> dict[str, list[Any]]:
@@ -220,8 +221,9 @@ class RawServer:
         import threading
 
         env = server_config().server_env
-        self.proc = subprocess.Popen([sys.executable, "-m", "exportlens", "serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+        )
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[dict[str, Any]] = []
@@ -278,8 +280,15 @@ class RawServer:
 
     def initialize(self, root: Path, *, trusted: bool = True, settings: dict[str, Any] | None = None) -> dict[str, Any]:
         caps = default_converter().unstructure(pytest_lsp.client_capabilities("visual-studio-code"))
-        rid = self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": caps,
-                                          "initializationOptions": {"trusted": trusted, "settings": settings or {}}})
+        rid = self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.as_uri(),
+                "capabilities": caps,
+                "initializationOptions": {"trusted": trusted, "settings": settings or {}},
+            },
+        )
         got = self.wait_response(rid, 30)
         self.notify("initialized", {})
         return got
@@ -296,6 +305,7 @@ class RawServer:
 
 
 # -- notebooks, as VS Code syncs them (LSP 3.17): only the Python cells, each a text document ----
+
 
 def cell_uri(notebook: Path, index: int) -> str:
     return f"vscode-notebook-cell:{notebook}#cell{index}"
@@ -319,13 +329,14 @@ def open_notebook(client: LanguageClient, notebook: Path, *, code_only: bool = T
         lsp_cells.append(types.NotebookCell(kind=types.NotebookCellKind.Code if code else types.NotebookCellKind.Markup, document=uri))
         docs.append(types.TextDocumentItem(uri=uri, language_id="python" if code else "markdown", version=1, text=text))
         client.docs[uri] = [1, text]  # type: ignore[attr-defined]
-    client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
-        notebook_document=types.NotebookDocument(uri=notebook.as_uri(), notebook_type="jupyter-notebook", version=1,
-                                                 cells=lsp_cells),
-        cell_text_documents=docs))
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(uri=notebook.as_uri(), notebook_type="jupyter-notebook", version=1, cells=lsp_cells),
+            cell_text_documents=docs,
+        )
+    )
     return uris
 
 
 def save_notebook(client: LanguageClient, notebook: Path) -> None:
-    client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
-        notebook_document=types.NotebookDocumentIdentifier(uri=notebook.as_uri())))
+    client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(uri=notebook.as_uri())))

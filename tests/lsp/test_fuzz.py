@@ -17,8 +17,7 @@ from lsp_helpers import EXAMPLES, RawServer
 EXAMPLE_TEXTS = [p.read_text() for p in sorted(EXAMPLES.rglob("*.py"))]
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=20)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                           max_leaves=12)
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
 positions = st.fixed_dictionaries({"line": st.integers(-2, 60), "character": st.integers(-2, 200)})
 ranges = st.fixed_dictionaries({"start": positions, "end": positions})
 documents = st.text(max_size=400) | st.builds(lambda t, n: t[:n], st.sampled_from(EXAMPLE_TEXTS), st.integers(0, 2000))
@@ -49,12 +48,39 @@ ops = st.one_of(
     st.tuples(st.just("action"), st.tuples(ranges, json_values)),
     st.tuples(st.just("resolve"), json_values),
     st.tuples(st.just("command"), st.lists(json_values, max_size=2)),
-    st.tuples(st.just("junk_request"), st.tuples(st.sampled_from(
-        ["textDocument/hover", "textDocument/codeAction", "textDocument/codeLens", "codeAction/resolve",
-         "workspace/executeCommand", "initialize", "exportlens/unknown"]), json_values)),
-    st.tuples(st.just("junk_notification"), st.tuples(st.sampled_from(
-        ["textDocument/didOpen", "textDocument/didChange", "textDocument/didSave", "workspace/didChangeConfiguration",
-         "$/cancelRequest", "window/workDoneProgress/cancel"]), json_values)),
+    st.tuples(
+        st.just("junk_request"),
+        st.tuples(
+            st.sampled_from(
+                [
+                    "textDocument/hover",
+                    "textDocument/codeAction",
+                    "textDocument/codeLens",
+                    "codeAction/resolve",
+                    "workspace/executeCommand",
+                    "initialize",
+                    "exportlens/unknown",
+                ]
+            ),
+            json_values,
+        ),
+    ),
+    st.tuples(
+        st.just("junk_notification"),
+        st.tuples(
+            st.sampled_from(
+                [
+                    "textDocument/didOpen",
+                    "textDocument/didChange",
+                    "textDocument/didSave",
+                    "workspace/didChangeConfiguration",
+                    "$/cancelRequest",
+                    "window/workDoneProgress/cancel",
+                ]
+            ),
+            json_values,
+        ),
+    ),
     st.tuples(st.just("junk_bytes"), st.binary(min_size=1, max_size=40)),
 )
 
@@ -76,8 +102,7 @@ def test_server_survives_and_answers(server: tuple[RawServer, Path], name: str, 
         elif op == "change_range":
             version += 1
             rng, text = arg
-            srv.notify("textDocument/didChange", {"textDocument": {**doc, "version": version},
-                                                  "contentChanges": [{"range": rng, "text": text}]})
+            srv.notify("textDocument/didChange", {"textDocument": {**doc, "version": version}, "contentChanges": [{"range": rng, "text": text}]})
         elif op == "save":
             srv.notify("textDocument/didSave", {"textDocument": doc})
         elif op == "hover":
@@ -87,8 +112,7 @@ def test_server_survives_and_answers(server: tuple[RawServer, Path], name: str, 
         elif op == "action":
             rng, data = arg
             diag = {"range": rng, "message": "m", "source": "exportlens", "data": data}
-            pending.append(srv.request("textDocument/codeAction", {"textDocument": doc, "range": rng,
-                                                                   "context": {"diagnostics": [diag]}}))
+            pending.append(srv.request("textDocument/codeAction", {"textDocument": doc, "range": rng, "context": {"diagnostics": [diag]}}))
         elif op == "resolve":
             pending.append(srv.request("codeAction/resolve", {"title": "t", "data": arg}))
         elif op == "command":

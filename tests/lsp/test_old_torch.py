@@ -31,8 +31,7 @@ def _config() -> ClientServerConfig:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "server"), env.get("PYTHONPATH")) if p)
     env[STARTS_ENV] = str(STARTS)
-    return ClientServerConfig(server_command=[sys.executable, "-m", "exportlens", "serve"],
-                              client_factory=make_client, server_env=env)
+    return ClientServerConfig(server_command=[sys.executable, "-m", "exportlens", "serve"], client_factory=make_client, server_env=env)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +42,7 @@ def setup() -> tuple[Path, Path]:
 @pytest_lsp.fixture(scope="module", config=_config())
 async def client(lsp_client: LanguageClient, setup: tuple[Path, Path]):
     python, proj = setup
-    await asyncio.wait_for(lsp_client.initialize_session(
-        init_params(proj, settings={"interpreter": str(python)})), 30)
+    await asyncio.wait_for(lsp_client.initialize_session(init_params(proj, settings={"interpreter": str(python)})), 30)
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
@@ -60,14 +58,16 @@ async def test_one_message_then_quiet(client: LanguageClient, setup: tuple[Path,
     for name in ("model.py", "script.py"):
         uri = open_doc(client, proj / name)
         save_doc(client, uri)  # a run on save, like an editor
-        result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-            command="exportlens.runDraftExport", arguments=[uri])), 60)
+        result = await asyncio.wait_for(
+            client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=[uri])), 60
+        )
         assert result is not None and result["ran"] and result["problems"] == 0
         assert result["targets"] and {t["status"] for t in result["targets"]} == {"unsupported"}
     assert not any(p.diagnostics for _, p in client.publishes)  # type: ignore[attr-defined]
     # still answering, still one message, no traceback anywhere, one worker for everything
-    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=(proj / "model.py").as_uri()))), 10)
+    lenses = await asyncio.wait_for(
+        client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=(proj / "model.py").as_uri()))), 10
+    )
     assert lenses
     assert len(_warnings(client)) == 1
     assert not any("Traceback" in m.message for m in [*client.messages, *client.log_messages])

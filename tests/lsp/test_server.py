@@ -51,8 +51,9 @@ async def client(lsp_client: LanguageClient, ws: Path):
 
 
 async def run_command(client: LanguageClient, *args: object, timeout: float = WAIT) -> object:
-    return await asyncio.wait_for(client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=list(args))), timeout)
+    return await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=list(args))), timeout
+    )
 
 
 async def test_open_publishes_guard_on_the_exact_range(client: LanguageClient, ws: Path) -> None:
@@ -72,8 +73,7 @@ async def test_open_publishes_guard_on_the_exact_range(client: LanguageClient, w
 
 async def test_progress_begin_report_end(client: LanguageClient, ws: Path) -> None:
     # the run of the previous test reported progress; look at every token's sequence
-    await wait_for(lambda: any(r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()),
-                   what="a finished progress")
+    await wait_for(lambda: any(r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()), what="a finished progress")
     runs = [r for r in client.progress_reports.values() if r and isinstance(r[-1], types.WorkDoneProgressEnd)]
     seq = runs[0]
     assert isinstance(seq[0], types.WorkDoneProgressBegin)
@@ -81,15 +81,20 @@ async def test_progress_begin_report_end(client: LanguageClient, ws: Path) -> No
     assert seq[0].message == "draft export: export at item_branch.py:15"
     assert seq[0].cancellable is True
     reports = [v for v in seq if isinstance(v, types.WorkDoneProgressReport)]
-    assert [r.message for r in reports] == ["item_branch.py: running the script", "export at item_branch.py:15: exporting",
-                                            "export at item_branch.py:15: problems (1/1)"]
+    assert [r.message for r in reports] == [
+        "item_branch.py: running the script",
+        "export at item_branch.py:15: exporting",
+        "export at item_branch.py:15: problems (1/1)",
+    ]
     assert seq[-1].message == "1 problem"
 
 
 async def test_hover_shows_guard_locals_and_symbol_origin(client: LanguageClient, ws: Path) -> None:
     uri = (ws / "data_dependent" / "item_branch.py").as_uri()
-    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=13))), 10)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=13))),
+        10,
+    )
     assert hover is not None
     text = hover.contents.value  # type: ignore[union-attr]
     assert "guard in your code: `n > 2`" in text
@@ -97,17 +102,17 @@ async def test_hover_shows_guard_locals_and_symbol_origin(client: LanguageClient
     assert "| `n` | `u0` |" in text
     assert "`u0` is `n`, created on line 8: `n = x.item()`" in text
     assert hover.range == types.Range(start=types.Position(line=8, character=11), end=types.Position(line=8, character=16))
-    none = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0))), 10)
+    none = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=0, character=0))),
+        10,
+    )
     assert none is None
 
 
 async def test_code_lens_above_target(client: LanguageClient, ws: Path) -> None:
     uri = (ws / "data_dependent" / "item_branch.py").as_uri()
-    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=uri))), 10)
-    assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [
-        (14, "▶ Run draft export"), (14, "1 problem")]
+    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))), 10)
+    assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [(14, "▶ Run draft export"), (14, "1 problem")]
     assert lenses[0].command.command == "exportlens.runDraftExport" and list(lenses[0].command.arguments or []) == [uri]
     assert lenses[1].command.title.startswith("1 problem, last run ") and lenses[1].command.title.endswith(" s")
 
@@ -119,8 +124,12 @@ async def test_quick_fix_apply_save_clears_the_diagnostic(client: LanguageClient
     pub = await next_publish(client, uri, since)
     assert spans(pub.diagnostics) == [(7, 11, 7, 22, "data-dependent-guard")]
     ctx = types.CodeActionContext(diagnostics=list(pub.diagnostics), only=[types.CodeActionKind.QuickFix])
-    actions = await asyncio.wait_for(client.text_document_code_action_async(types.CodeActionParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range, context=ctx)), 10)
+    actions = await asyncio.wait_for(
+        client.text_document_code_action_async(
+            types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range, context=ctx)
+        ),
+        10,
+    )
     assert actions, "no quick fix offered"
     preferred = [a for a in actions if isinstance(a, types.CodeAction) and a.is_preferred]
     assert len(preferred) == 1
@@ -145,12 +154,14 @@ async def test_outdated_version_is_refused(client: LanguageClient, ws: Path) -> 
     uri = open_doc(client, path)
     pub = await next_publish(client, uri, since)
     assert spans(pub.diagnostics) == [(8, 16, 8, 29, "data-dependent-guard")]
-    params = types.CodeActionParams(text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range,
-                                    context=types.CodeActionContext(diagnostics=list(pub.diagnostics)))
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), range=pub.diagnostics[0].range, context=types.CodeActionContext(diagnostics=list(pub.diagnostics))
+    )
     actions = await asyncio.wait_for(client.text_document_code_action_async(params), 10)
     assert [a.title for a in actions] == [
         "Pin the value: add `torch._check(size == 4)` (export then accepts only this value)",
-        "Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)"]
+        "Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)",
+    ]
     text = client.docs[uri][1]
     change_doc(client, uri, "# a comment\n" + text)  # version 2: the action above is for version 1
     with pytest.raises(Exception, match="changed"):
@@ -208,13 +219,11 @@ async def test_rapid_saves_publish_only_the_last_result(client: LanguageClient, 
         save_doc(client, uri)
 
     def ended() -> list[str]:
-        return [r[-1].message for t, r in client.progress_reports.items() if t not in tokens_before and r
-                and isinstance(r[-1], types.WorkDoneProgressEnd)]
+        return [r[-1].message for t, r in client.progress_reports.items() if t not in tokens_before and r and isinstance(r[-1], types.WorkDoneProgressEnd)]
 
     # every run that began has ended (the last with its result): nothing is left to publish late
     await wait_for(lambda: "1 problem" in ended(), WAIT, "the last run's end")
-    await wait_for(lambda: len(ended()) == len([t for t in client.progress_reports if t not in tokens_before]), 30,
-                   "every run's end")
+    await wait_for(lambda: len(ended()) == len([t for t in client.progress_reports if t not in tokens_before]), 30, "every run's end")
     pubs = publishes_for(client, uri, since)
     assert len(pubs) == 1 and pubs[0].version == 4
     assert spans(pubs[0].diagnostics) == [(8, 11, 8, 26, "guard-added")]
@@ -240,12 +249,14 @@ async def test_a_save_while_the_disk_is_half_written_analyses_the_editors_text(c
     assert spans(pub.diagnostics) == [(9, 11, 9, 16, "data-dependent-guard")]  # one line lower: the buffer's text
 
 
-@pytest.mark.parametrize(("name", "data", "words"), [
-    ("latin.py", b"import torch\n# caf\xe9\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n", "not valid utf-8"),
-    ("binary.py", b"\x00\x01\x02\x7fELF\x00import torch\n", "null bytes"),
-])
-async def test_a_file_python_cannot_read_gets_a_diagnostic(client: LanguageClient, ws: Path, name: str, data: bytes,
-                                                           words: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("latin.py", b"import torch\n# caf\xe9\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n", "not valid utf-8"),
+        ("binary.py", b"\x00\x01\x02\x7fELF\x00import torch\n", "null bytes"),
+    ],
+)
+async def test_a_file_python_cannot_read_gets_a_diagnostic(client: LanguageClient, ws: Path, name: str, data: bytes, words: str) -> None:
     path = ws / "unreadable" / name
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(data)
@@ -253,8 +264,7 @@ async def test_a_file_python_cannot_read_gets_a_diagnostic(client: LanguageClien
     uri = path.as_uri()
     text = data.decode("latin-1")  # what an editor shows for bytes that are not UTF-8
     client.docs[uri] = [1, text]
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
     pub = await next_publish(client, uri, since)
     (d,) = pub.diagnostics
     assert d.code == "syntax-error" and words in d.message
@@ -265,15 +275,13 @@ async def test_cancel_from_the_progress_ui_kills_the_run(client: LanguageClient,
     tokens_before = set(client.progress_reports)
     started = time.monotonic()
     command = asyncio.ensure_future(run_command(client, uri))
-    token = await wait_for(lambda: [t for t in client.progress_reports if t not in tokens_before
-                                    and client.progress_reports[t]], 30, "progress begin")
+    token = await wait_for(lambda: [t for t in client.progress_reports if t not in tokens_before and client.progress_reports[t]], 30, "progress begin")
     await asyncio.sleep(0.5)
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token[0]))
     result = await asyncio.wait_for(command, 20)
     assert result["cancelled"] is True and result["problems"] == 0
     assert time.monotonic() - started < 20  # the job (sleeping 60 s) was killed
-    end = await wait_for(lambda: [v for v in client.progress_reports[token[0]] if isinstance(v, types.WorkDoneProgressEnd)],
-                         10, "progress end")
+    end = await wait_for(lambda: [v for v in client.progress_reports[token[0]] if isinstance(v, types.WorkDoneProgressEnd)], 10, "progress end")
     assert end[0].message == "cancelled"
     assert publishes_for(client, uri) == []
 
@@ -281,8 +289,9 @@ async def test_cancel_from_the_progress_ui_kills_the_run(client: LanguageClient,
 async def test_cancel_request_stops_the_command(client: LanguageClient, ws: Path) -> None:
     uri = (ws / "slow" / "model.py").as_uri()
     started = time.monotonic()
-    fut = client.protocol.send_request("workspace/executeCommand", types.ExecuteCommandParams(
-        command="exportlens.runDraftExport", arguments=[uri]), msg_id="cancel-me")
+    fut = client.protocol.send_request(
+        "workspace/executeCommand", types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=[uri]), msg_id="cancel-me"
+    )
     await asyncio.sleep(1.0)
     client.protocol.notify("$/cancelRequest", types.CancelParams(id="cancel-me"))
     with pytest.raises(Exception, match="cancel"):
@@ -317,12 +326,10 @@ async def test_run_all_targets_of_the_workspace(client: LanguageClient, ws: Path
 
 
 async def test_save_op_profiles(client: LanguageClient, ws: Path) -> None:
-    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="exportlens.saveOpProfiles", arguments=[])), 10)
+    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.saveOpProfiles", arguments=[])), 10)
     assert got == {"saved": False, "reason": "no file"}
     uri = (ws / "missing_fake" / "model.py").as_uri()
-    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="exportlens.saveOpProfiles", arguments=[uri])), 60)
+    got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.saveOpProfiles", arguments=[uri])), 60)
     saved = ws / "missing_fake" / "model.op_profiles.yaml"
     assert got == {"saved": True, "files": [str(saved)]}
     assert saved.read_text().startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:")
@@ -362,6 +369,8 @@ async def test_graph_break_links_its_own_page_and_hovers(client: LanguageClient,
     (d,) = pub.diagnostics
     assert d.severity == types.DiagnosticSeverity.Warning
     assert d.code_description is not None and d.code_description.href.endswith("/gb/gb0170.html")
-    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=14))), 10)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=14))),
+        10,
+    )
     assert hover is not None and "graph break id: `gb0170`" in hover.contents.value  # type: ignore[union-attr]

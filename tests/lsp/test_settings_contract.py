@@ -44,13 +44,13 @@ def nested(key: str, value: Any) -> dict[str, Any]:
 
 def test_every_key_is_a_package_json_setting() -> None:
     assert all(k.startswith(PREFIX) for k in PROPERTIES)
-    assert CLIENT_ONLY_KEYS <= {k[len(PREFIX):] for k in PROPERTIES}
+    assert CLIENT_ONLY_KEYS <= {k[len(PREFIX) :] for k in PROPERTIES}
 
 
-@pytest.mark.parametrize("key", sorted(k[len(PREFIX):] for k in PROPERTIES if k[len(PREFIX):] not in CLIENT_ONLY_KEYS))
+@pytest.mark.parametrize("key", sorted(k[len(PREFIX) :] for k in PROPERTIES if k[len(PREFIX) :] not in CLIENT_ONLY_KEYS))
 def test_server_parses_every_declared_setting(key: str) -> None:
     prop = PROPERTIES[PREFIX + key]
-    defaults = {k[len(PREFIX):]: p["default"] for k, p in PROPERTIES.items() if k[len(PREFIX):] not in CLIENT_ONLY_KEYS}
+    defaults = {k[len(PREFIX) :]: p["default"] for k, p in PROPERTIES.items() if k[len(PREFIX) :] not in CLIENT_ONLY_KEYS}
     base = Settings.parse(defaults)
     assert base == Settings(), "package.json's defaults are the server's defaults"
     changed = Settings.parse({**defaults, **nested(key, other_value(key, prop))})

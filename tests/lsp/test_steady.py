@@ -51,8 +51,7 @@ async def test_switching_the_interpreter_mid_run_publishes_no_false_crash(client
     tokens_before = set(client.progress_reports)
     since = time.monotonic()
     open_doc(client, ws / "slow_guard.py")
-    await wait_for(lambda: [t for t in client.progress_reports if t not in tokens_before and client.progress_reports[t]],
-                   WAIT, "the run's progress")
+    await wait_for(lambda: [t for t in client.progress_reports if t not in tokens_before and client.progress_reports[t]], WAIT, "the run's progress")
     # the same interpreter by another name: a new worker, and the old one is closed under the run
     other = str(Path(sys.executable).parent / "python3")
     client.set_configuration({"interpreter": other, "run": "onSave"}, section="exportlens")
@@ -69,8 +68,10 @@ async def test_a_long_file_being_edited_answers_hover_at_once(client: LanguageCl
     assert spans(pub.diagnostics) == [(8, 11, 8, 16, "data-dependent-guard")]
     change_doc(client, uri, "# typed, not saved\n" + client.docs[uri][1])
     started = time.monotonic()
-    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=9, character=12))), 60)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=9, character=12))),
+        60,
+    )
     took = time.monotonic() - started
     assert hover is not None and "n > 2" in hover.contents.value  # type: ignore[union-attr]
     assert took < 10.0  # the whole-file diff took a minute; the event loop answered nothing meanwhile

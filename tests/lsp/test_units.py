@@ -36,8 +36,7 @@ def test_a_multi_line_range_split_by_an_insertion_is_dropped() -> None:
 
 
 def test_settings_parse_and_fall_back() -> None:
-    s = Settings.parse({"exportlens": {"interpreter": ["/opt/py/bin/python", "-X"], "timeoutSeconds": 30,
-                                       "run": "manual", "targets": ["m.py:make", 3]}})
+    s = Settings.parse({"exportlens": {"interpreter": ["/opt/py/bin/python", "-X"], "timeoutSeconds": 30, "run": "manual", "targets": ["m.py:make", 3]}})
     assert (s.interpreter, s.timeout_seconds, s.run, s.targets) == ("/opt/py/bin/python", 30.0, "manual", ["m.py:make"])
     bad = Settings.parse({"interpreter": 5, "timeoutSeconds": -1, "run": "always", "targets": "x"}, s)
     assert (bad.interpreter, bad.timeout_seconds, bad.run, bad.targets) == (None, 30.0, "manual", ["m.py:make"])

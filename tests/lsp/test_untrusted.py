@@ -20,13 +20,28 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ws = copy_examples(tmp_path_factory.mktemp("untrusted"))
     # Would leave a mark if any code of the workspace ran.
     (ws / "marker.py").write_text(
-        "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('x')\n"
-        "import torch\nmodel = torch.nn.Identity()\nexample_args = (torch.ones(1),)\n")
+        "import pathlib\npathlib.Path(__file__).with_name('RAN').write_text('x')\nimport torch\nmodel = torch.nn.Identity()\nexample_args = (torch.ones(1),)\n"
+    )
     import json
 
-    (ws / "marker.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": (ws / "marker.py").read_text().replace("__file__", "'marker.py'").splitlines(keepends=True)}]}))
+    (ws / "marker.ipynb").write_text(
+        json.dumps(
+            {
+                "nbformat": 4,
+                "nbformat_minor": 5,
+                "metadata": {},
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                        "source": (ws / "marker.py").read_text().replace("__file__", "'marker.py'").splitlines(keepends=True),
+                    }
+                ],
+            }
+        )
+    )
     return ws
 
 
@@ -56,17 +71,19 @@ async def test_untrusted_runs_nothing_and_says_so_once(client: LanguageClient, w
         save_doc(client, uri)
     open_notebook(client, ws / "marker.ipynb")
     save_notebook(client, ws / "marker.ipynb")
-    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="exportlens.runDraftExport", arguments=[(ws / "marker.ipynb").as_uri()])), 10)
+    result = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=[(ws / "marker.ipynb").as_uri()])), 10
+    )
     assert result == {"ran": False, "reason": "untrusted"}
-    result = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="exportlens.runDraftExport", arguments=[uris[1]])), 10)
+    result = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=[uris[1]])), 10
+    )
     assert result == {"ran": False, "reason": "untrusted"}
-    everything = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
-        command="exportlens.runDraftExport", arguments=[])), 10)
+    everything = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.runDraftExport", arguments=[])), 10
+    )
     assert everything == {"ran": False, "reason": "untrusted"}
-    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
-        text_document=types.TextDocumentIdentifier(uri=uris[1]))), 10)
+    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uris[1]))), 10)
     assert list(lenses or []) == []
     await asyncio.sleep(2.0)
     assert client.diagnostics == {}

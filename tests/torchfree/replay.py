@@ -65,8 +65,13 @@ CASES_BY_NAME = {c.name: c for c in CASES}
 
 def _places() -> list[tuple[str, str]]:
     """(real path, placeholder), most specific first."""
-    places = [(str(EXAMPLES), "{examples}"), (str(SOURCES), "{sources}"), (str(ROOT), "{repo}"),
-              (sys.base_prefix, "{python}"), (tempfile.gettempdir(), "{tmp}")]
+    places = [
+        (str(EXAMPLES), "{examples}"),
+        (str(SOURCES), "{sources}"),
+        (str(ROOT), "{repo}"),
+        (sys.base_prefix, "{python}"),
+        (tempfile.gettempdir(), "{tmp}"),
+    ]
     return [(real, ph) for real, ph in places if real and real != os.sep]
 
 

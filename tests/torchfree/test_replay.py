@@ -61,9 +61,15 @@ def test_example_cases_agree_with_examples_expected_json() -> None:
     expected = json.loads((EXAMPLES / "EXPECTED.json").read_text(encoding="utf-8"))["examples"]
     for name, diags in expected.items():
         case = CASES_BY_NAME[name.removesuffix(".py").replace("/", "__")]
-        got = [(os.path.relpath(d["file"], EXAMPLES), d["code"], SEVERITY_NAMES[d["severity"]],
-                [d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["line"], d["range"]["end"]["character"]])
-               for d in load_expected(case)["diagnostics"]]
+        got = [
+            (
+                os.path.relpath(d["file"], EXAMPLES),
+                d["code"],
+                SEVERITY_NAMES[d["severity"]],
+                [d["range"]["start"]["line"], d["range"]["start"]["character"], d["range"]["end"]["line"], d["range"]["end"]["character"]],
+            )
+            for d in load_expected(case)["diagnostics"]
+        ]
         assert got == [(d["file"], d["code"], d["severity"], d["range"]) for d in diags], name
 
 

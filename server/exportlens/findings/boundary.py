@@ -38,8 +38,7 @@ class LibraryFrame:
     end_col: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "function": self.qualname, "source": self.loc,
-                "package": self.package}
+        return {"file": self.file, "line": self.line, "function": self.qualname, "source": self.loc, "package": self.package}
 
     def as_frame(self) -> Frame:
         return Frame(self.file, self.line, self.name, self.col, self.end_line, self.end_col)
@@ -49,7 +48,7 @@ class LibraryFrame:
         parts = os.path.abspath(self.file).split(os.sep)
         for marker in _PACKAGE_DIRS:
             if marker in parts:
-                return "/".join(parts[len(parts) - parts[::-1].index(marker):]) + f":{self.line}"
+                return "/".join(parts[len(parts) - parts[::-1].index(marker) :]) + f":{self.line}"
         return f"{os.path.basename(self.file)}:{self.line}"
 
 
@@ -77,8 +76,7 @@ class Boundary:
 
 def is_torch(path: str) -> bool:
     parts = os.path.abspath(path).split(os.sep)
-    return any(parts[i] in _PACKAGE_DIRS and parts[i + 1] in ("torch", "functorch")
-               for i in range(len(parts) - 1))
+    return any(parts[i] in _PACKAGE_DIRS and parts[i + 1] in ("torch", "functorch") for i in range(len(parts) - 1))
 
 
 def package_of(path: str) -> str:
@@ -93,8 +91,7 @@ def package_of(path: str) -> str:
 
 def _is_library(fr: Mapping[str, Any], root: str) -> bool:
     file = str(fr.get("file") or "")
-    return bool(file) and not file.startswith("<") and not fr.get("where") and not is_torch(file) \
-        and not is_user_file(file, root)
+    return bool(file) and not file.startswith("<") and not fr.get("where") and not is_torch(file) and not is_user_file(file, root)
 
 
 def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], root: str) -> Boundary | None:
@@ -105,10 +102,21 @@ def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], roo
         if idx is None:
             continue
         outer = [Frame.from_json(f) for f in frames[:idx] if is_user_file(str(f["file"]), root)]
-        library = [LibraryFrame(str(f["file"]), int(f["line"]), str(f.get("name") or ""),
-                                str(f.get("qualname") or f.get("name") or ""), f.get("loc"), package_of(str(f["file"])),
-                                f.get("col"), f.get("end_line"), f.get("end_col"))
-                   for f in frames[idx + 1:] if _is_library(f, root)]
+        library = [
+            LibraryFrame(
+                str(f["file"]),
+                int(f["line"]),
+                str(f.get("name") or ""),
+                str(f.get("qualname") or f.get("name") or ""),
+                f.get("loc"),
+                package_of(str(f["file"])),
+                f.get("col"),
+                f.get("end_line"),
+                f.get("end_col"),
+            )
+            for f in frames[idx + 1 :]
+            if _is_library(f, root)
+        ]
         return Boundary(Frame.from_json(frames[idx]), outer, library, source)
     return None
 
@@ -116,7 +124,7 @@ def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], roo
 def shorten(text: str, limit: int = SHORT_EXPR) -> str:
     """A long symbolic expression cut to `limit` characters (the whole one stays in `data`)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def library_range(src: Source | None, lib: LibraryFrame) -> Range:
@@ -130,8 +138,7 @@ def library_range(src: Source | None, lib: LibraryFrame) -> Range:
 def library_related(src: Source | None, lib: LibraryFrame, what: str = "it happens here") -> Related:
     """The library line as a related location: the real path, the function and its source text."""
     code = f": `{shorten(lib.loc, 80)}`" if lib.loc else ""
-    return Related(lib.file, library_range(src, lib),
-                   f"{what}, in the library {lib.package} ({lib.where()}, in `{lib.qualname}`){code}")
+    return Related(lib.file, library_range(src, lib), f"{what}, in the library {lib.package} ({lib.where()}, in `{lib.qualname}`){code}")
 
 
 def upstream_search(lib: LibraryFrame, what: str) -> str:

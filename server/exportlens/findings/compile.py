@@ -48,14 +48,17 @@ _KIND_BY_TITLE = {
 _KIND_BY_ID = {"gb0170": BRANCH, "gb0124": ITEM, "gb0059": BUILTIN, "gb4198": DEEPCOPY, "gb0179": DEEPCOPY}
 _CALLEE = {ITEM: "item", DEEPCOPY: "deepcopy"}  # where dynamo gives no columns (torch ≤ 2.12)
 
-_SIZE_GUARD = re.compile(r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)\. "
-                         r"expected (?P<expected>\d+), actual (?P<actual>\d+)")
+_SIZE_GUARD = re.compile(
+    r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)\. "
+    r"expected (?P<expected>\d+), actual (?P<actual>\d+)"
+)
 
 _VALUE_GUARD = re.compile(r"^(?:L\[')?(?P<name>[A-Za-z_]\w*)(?:'\])? == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
 
 _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
 
 _UNHELPFUL_HINTS = ("Please report an issue to PyTorch.",)
+
 
 def compile_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     out: list[Diagnostic] = []
@@ -72,9 +75,11 @@ def compile_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
         out.append(recompiles(ctx, event, group))
     return out
 
+
 def _compiled_name(event: TargetEvent) -> str:
     definition = event.get("definition")
     return str((definition["name"] if definition else None) or "the compiled function")
+
 
 def _hints(finding: GraphBreakFinding) -> list[str]:
     return [h for h in finding.get("hints") or [] if h and h not in _UNHELPFUL_HINTS]
@@ -100,24 +105,31 @@ def _break_fixes(finding: GraphBreakFinding, frame: Frame | None, event: TargetE
         m = _BUILTIN.search(finding.get("explanation") or "")
         fixes.append({"fix": "reorderable_logging", "function": m["name"] if m else "print"})
     definition = event.get("definition")
-    if frame is not None and frame.name and frame.name != "<module>" and (
-            definition is None or frame.name != definition["name"] or os.path.abspath(frame.file) != definition["file"]):
+    if (
+        frame is not None
+        and frame.name
+        and frame.name != "<module>"
+        and (definition is None or frame.name != definition["name"] or os.path.abspath(frame.file) != definition["file"])
+    ):
         fixes.append({"fix": "compiler_disable", "function": frame.name, "file": frame.file, "line": frame.line})
     return fixes
+
 
 def _break_text(finding: GraphBreakFinding, test: str) -> str:
     kind = break_kind(finding)
     title = str(finding.get("title") or "an unsupported construct").rstrip(".")
     explanation = str(finding.get("explanation") or "").split("\n", 1)[0].strip()
-    then = ("With fullgraph=True this is an error: the call raises here." if finding.get("fullgraph")
-            else "It splits the graph here and runs this part in Python.")
+    then = (
+        "With fullgraph=True this is an error: the call raises here." if finding.get("fullgraph") else "It splits the graph here and runs this part in Python."
+    )
     if kind == BRANCH:
         what = f"`{test}`" if test else "this condition"
-        return (f"Graph break: {what} depends on a tensor's values, so torch.compile cannot pick a branch "
-                f"while tracing. {then}")
+        return f"Graph break: {what} depends on a tensor's values, so torch.compile cannot pick a branch while tracing. {then}"
     if kind == ITEM:
-        return ("Graph break: `.item()` turns a tensor into a Python number, which torch.compile does not "
-                f"capture by default (capture_scalar_outputs=False). {then}")
+        return (
+            "Graph break: `.item()` turns a tensor into a Python number, which torch.compile does not "
+            f"capture by default (capture_scalar_outputs=False). {then}"
+        )
     if kind == DEEPCOPY:
         return f"Graph break: torch.compile cannot trace `copy.deepcopy` of a tensor. {then}"
     if kind == BUILTIN:
@@ -127,6 +139,7 @@ def _break_text(finding: GraphBreakFinding, test: str) -> str:
     text = f"Graph break: torch.compile cannot trace this ({title})"
     return text + (f": {explanation}" if explanation and explanation != title else ".") + f" {then}"
 
+
 def _library_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding, b: boundary.Boundary) -> Diagnostic:
     """A graph break inside a library: on the project's call into it, the library line related."""
     lib = b.inside
@@ -135,30 +148,44 @@ def _library_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding,
     lib_src = ctx.source(lib.file)
     test = ""
     if lib_src is not None:
-        lrng = (placement.guard_range(lib_src, lib.line, set())[0] if break_kind(finding) == BRANCH
-                else boundary.library_range(lib_src, lib))
+        lrng = placement.guard_range(lib_src, lib.line, set())[0] if break_kind(finding) == BRANCH else boundary.library_range(lib_src, lib)
         test = lib_src.text_of(lrng) if lrng.start.line == lrng.end.line else ""
-    message = _break_text(finding, test).replace("Graph break: ", f"Graph break inside the library {lib.package} "
-                                                 f"({lib.where()}, in `{lib.qualname}`): ", 1)
+    message = _break_text(finding, test).replace("Graph break: ", f"Graph break inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): ", 1)
     hints = _hints(finding)
     if hints:
         message += " Torch suggests (for the library's code): " + " ".join(h if h.endswith(".") else h + "." for h in hints)
     search = boundary.upstream_search(lib, f"torch.compile graph break {finding.get('gb_id') or ''}".strip())
-    message += (f" This is the library's code, not yours: ExportLens never edits it. What you can do: accept the "
-                f"break, or move this call out of the compiled region (call it from a function decorated with "
-                f"@torch.compiler.disable) so the rest compiles in one graph. Otherwise it is a library "
-                f"limitation: search its issues for \"{search}\".")
+    message += (
+        f" This is the library's code, not yours: ExportLens never edits it. What you can do: accept the "
+        f"break, or move this call out of the compiled region (call it from a function decorated with "
+        f"@torch.compiler.disable) so the rest compiles in one graph. Otherwise it is a library "
+        f'limitation: search its issues for "{search}".'
+    )
     related += site_related(ctx, "compiled here with torch.compile")
     fixes = [f for f in _break_fixes(finding, None, event) if f["fix"] == "capture_scalar_outputs"]
-    data = cast(GraphBreakData, {  # GraphBreakData with the library's facts (LibraryFacts) spread in
-        "kind": "graph-break", "gb_id": finding.get("gb_id"), "url": finding.get("url"),
-        "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
-        "hints": finding.get("hints") or [], "torch_location": finding.get("at") or {}, **placed,
-        "function": b.frame.name, "compiled": event.get("definition"),
-        "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
-        "compile_options": event.get("compile_options") or {}, "upstream_search": search, "advice": "library",
-        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes, "library_test_text": test,
-    })
+    data = cast(
+        GraphBreakData,
+        {  # GraphBreakData with the library's facts (LibraryFacts) spread in
+            "kind": "graph-break",
+            "gb_id": finding.get("gb_id"),
+            "url": finding.get("url"),
+            "title": finding.get("title"),
+            "reason": finding.get("reason"),
+            "explanation": finding.get("explanation"),
+            "hints": finding.get("hints") or [],
+            "torch_location": finding.get("at") or {},
+            **placed,
+            "function": b.frame.name,
+            "compiled": event.get("definition"),
+            "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
+            "compile_options": event.get("compile_options") or {},
+            "upstream_search": search,
+            "advice": "library",
+            "fix": fixes[0]["fix"] if fixes else None,
+            "fixes": fixes,
+            "library_test_text": test,
+        },
+    )
     diag = new_diagnostic(ctx, b.frame.file, rng, "graph-break", message, related=related, data=data)
     if finding.get("fullgraph"):
         diag.severity = ERROR
@@ -189,8 +216,7 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
             rng = placement.call_range(src, frame.line, _CALLEE[kind])
         else:
             m = _BUILTIN.search(str(finding.get("explanation") or ""))
-            rng = placement.call_range(src, frame.line, m["name"].split(".")[-1]) if m else \
-                placement.statement_range(src, frame.line)
+            rng = placement.call_range(src, frame.line, m["name"].split(".")[-1]) if m else placement.statement_range(src, frame.line)
         test = src.text_of(rng) if rng.start.line == rng.end.line else ""
     else:
         file, rng = target_anchor(ctx)
@@ -201,18 +227,26 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
     name = _compiled_name(event)
     if frame is not None and frame.name not in (name, "<module>"):
         message += f" (reached from the compiled function `{name}`)"
-    related = [Related(f.file, frame_range(ctx, f), f"called from here ({frame_name(f)})")
-               for f in reversed(frames[:-1])]
+    related = [Related(f.file, frame_range(ctx, f), f"called from here ({frame_name(f)})") for f in reversed(frames[:-1])]
     related += site_related(ctx, "compiled here with torch.compile")
     fixes = _break_fixes(finding, frame, event)
     data: GraphBreakData = {
-        "kind": "graph-break", "break": break_kind(finding), "gb_id": finding.get("gb_id"), "url": finding.get("url"),
-        "title": finding.get("title"), "reason": finding.get("reason"), "explanation": finding.get("explanation"),
-        "hints": finding.get("hints") or [], "torch_location": at or {}, "user_line": frame.line if frame else None,
-        "function": frame.name if frame else None, "compiled": event.get("definition"),
+        "kind": "graph-break",
+        "break": break_kind(finding),
+        "gb_id": finding.get("gb_id"),
+        "url": finding.get("url"),
+        "title": finding.get("title"),
+        "reason": finding.get("reason"),
+        "explanation": finding.get("explanation"),
+        "hints": finding.get("hints") or [],
+        "torch_location": at or {},
+        "user_line": frame.line if frame else None,
+        "function": frame.name if frame else None,
+        "compiled": event.get("definition"),
         "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
         "compile_options": event.get("compile_options") or {},
-        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes,
+        "fix": fixes[0]["fix"] if fixes else None,
+        "fixes": fixes,
     }
     if test:
         data["test_text"] = test
@@ -223,20 +257,31 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
         diag.severity = ERROR
     return diag
 
+
 def what_changed(guard: str) -> Change:
     """A failed guard in plain words: a tensor dimension, a Python number, or torch's text."""
     m = _SIZE_GUARD.search(guard)
     if m:
-        return {"kind": "size", "name": m["name"], "dim": int(m["dim"]), "expected": int(m["expected"]),
-                "actual": int(m["actual"]),
-                "text": f"the size of dimension {m['dim']} of `{m['name']}` changed ({m['expected']} → {m['actual']})",
-                "keeps": f"the size of dimension {m['dim']} of `{m['name']}`"}
+        return {
+            "kind": "size",
+            "name": m["name"],
+            "dim": int(m["dim"]),
+            "expected": int(m["expected"]),
+            "actual": int(m["actual"]),
+            "text": f"the size of dimension {m['dim']} of `{m['name']}` changed ({m['expected']} → {m['actual']})",
+            "keeps": f"the size of dimension {m['dim']} of `{m['name']}`",
+        }
     m = _VALUE_GUARD.match(guard.strip())
     if m:
-        return {"kind": "value", "name": m["name"], "value": m["value"],
-                "text": f"the Python number `{m['name']}` changed (the code was compiled for {m['value']})",
-                "keeps": f"the value of the Python number `{m['name']}`"}
+        return {
+            "kind": "value",
+            "name": m["name"],
+            "value": m["value"],
+            "text": f"the Python number `{m['name']}` changed (the code was compiled for {m['value']})",
+            "keeps": f"the value of the Python number `{m['name']}`",
+        }
     return {"kind": "other", "text": f"the guard `{guard}` failed", "keeps": f"what the guard `{guard}` checks"}
+
 
 def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | RecompileLimitFinding]) -> Diagnostic:
     recs: list[RecompileFinding] = []
@@ -256,12 +301,17 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
     change = what_changed(guard)
     anchor = def_anchor(ctx, code) or def_anchor(ctx, event.get("definition")) or target_anchor(ctx)
     count = len(recs)
-    message = (f"torch.compile recompiled `{fn}` {count} time{'s' if count != 1 else ''}: on the first, "
-               f"{change['text']}.") if count else f"torch.compile stopped compiling `{fn}`."
+    message = (
+        (f"torch.compile recompiled `{fn}` {count} time{'s' if count != 1 else ''}: on the first, {change['text']}.")
+        if count
+        else f"torch.compile stopped compiling `{fn}`."
+    )
     if limit is not None:
         last = what_changed(re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or "")))
-        message += (f" It then hit {limit.get('config', 'recompile_limit')} ({limit.get('limit')}): "
-                    f"{last['keeps']} keeps changing, so later calls run without compilation.")
+        message += (
+            f" It then hit {limit.get('config', 'recompile_limit')} ({limit.get('limit')}): "
+            f"{last['keeps']} keeps changing, so later calls run without compilation."
+        )
     options = event.get("compile_options") or {}
     fixes: list[FixChoice] = []
     if change["kind"] == "size":
@@ -287,11 +337,20 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
             related.append(Related(fr.file, placement.statement_range(src, fr.line), "the guarded value is used here"))
     related += site_related(ctx, "compiled here with torch.compile")
     data: RecompileData = {
-        "kind": "recompile", "function": fn, "code": code, "recompiles": count, "guard": guard, "change": change,
-        "reasons": [r.get("reason") for r in recs], "limit_hit": limit is not None,
-        "limit": limit.get("limit") if limit else None, "url": codes.RECOMPILATION_URL,
-        "compile_call": {"file": ctx.target_file, "line": ctx.target_line}, "compile_options": options,
-        "fix": fixes[0]["fix"] if fixes else None, "fixes": fixes,
+        "kind": "recompile",
+        "function": fn,
+        "code": code,
+        "recompiles": count,
+        "guard": guard,
+        "change": change,
+        "reasons": [r.get("reason") for r in recs],
+        "limit_hit": limit is not None,
+        "limit": limit.get("limit") if limit else None,
+        "url": codes.RECOMPILATION_URL,
+        "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
+        "compile_options": options,
+        "fix": fixes[0]["fix"] if fixes else None,
+        "fixes": fixes,
     }
     diag = new_diagnostic(ctx, anchor[0], anchor[1], "recompile", message, related=related, data=data)
     if change["kind"] == "size" and count == 1 and limit is None and options.get("dynamic") is not False:

@@ -28,18 +28,37 @@ class Context:
     def source(self, path: str) -> Source | None:
         return self.load(path)
 
-def new_diagnostic(ctx: Context, file: str, rng: Range, code: str, message: str, *, related: list[Related] | None = None,
-         data: DiagnosticData | None = None, severity: int | None = None) -> Diagnostic:
+
+def new_diagnostic(
+    ctx: Context,
+    file: str,
+    rng: Range,
+    code: str,
+    message: str,
+    *,
+    related: list[Related] | None = None,
+    data: DiagnosticData | None = None,
+    severity: int | None = None,
+) -> Diagnostic:
     """A diagnostic of this target; its default severity is the code's own, from `codes`.
 
     `data` is the code's type in `protocol.DATA_BY_CODE`; the diagnostic keeps that very dict.
     """
-    return Diagnostic(file=file, range=rng, severity=severity or codes.CODES[code].severity, code=code,
-                      message=message, target=ctx.target, related=related or [],
-                      data=cast("dict[str, Any]", data) if data is not None else {})
+    return Diagnostic(
+        file=file,
+        range=rng,
+        severity=severity or codes.CODES[code].severity,
+        code=code,
+        message=message,
+        target=ctx.target,
+        related=related or [],
+        data=cast("dict[str, Any]", data) if data is not None else {},
+    )
+
 
 def base(path: str) -> str:
     return os.path.basename(path)
+
 
 def outer_related(ctx: Context, frames: list[Frame], what: str, inner: Frame | None = None) -> list[Related]:
     """The outer user frames, innermost first, each narrowed to the call of the next frame in."""
@@ -53,6 +72,7 @@ def outer_related(ctx: Context, frames: list[Frame], what: str, inner: Frame | N
         callee = fr.name
     return out
 
+
 def target_anchor(ctx: Context) -> tuple[str, Range]:
     src = ctx.source(ctx.target_file)
     if src is None:
@@ -60,14 +80,17 @@ def target_anchor(ctx: Context) -> tuple[str, Range]:
         return ctx.target_file, Range.of(line, 0, line, 0)
     return ctx.target_file, placement.statement_range(src, ctx.target_line)
 
+
 def is_user(ctx: Context, path: str | None) -> bool:
     return bool(path) and is_user_file(path, ctx.root) and ctx.source(str(path)) is not None
+
 
 def frame_range(ctx: Context, frame: Frame) -> Range:
     src = ctx.source(frame.file)
     if src is None:
         return Range.of(frame.line - 1, 0, frame.line - 1, 0)
     return placement.frame_range(src, frame)
+
 
 def site_related(ctx: Context, what: str) -> list[Related]:
     """The `torch.compile(...)` / `torch.jit.trace(...)` call this target stands for."""
@@ -76,12 +99,14 @@ def site_related(ctx: Context, what: str) -> list[Related]:
         return []
     return [Related(ctx.target_file, site_range(src, ctx.target_line), what)]
 
+
 def site_range(src: Source, line: int) -> Range:
     """A `torch.compile(...)` call, or the `@torch.compile` decorator line (not the whole def)."""
     text = src.line(line).lstrip()
     if text.startswith("@"):
         return src.line_range(line)
     return placement.statement_range(src, line)
+
 
 def def_anchor(ctx: Context, code: CodeLocation | None) -> tuple[str, Range] | None:
     """The name in the `def` of a compiled function (`co_firstlineno` may be its decorator)."""
@@ -91,8 +116,10 @@ def def_anchor(ctx: Context, code: CodeLocation | None) -> tuple[str, Range] | N
     assert src is not None
     return code["file"], placement.definition_range(src, int(code.get("line") or 1))
 
+
 def frame_name(frame: Frame) -> str:
     return "module" if frame.name in ("", "<module>") else frame.name
+
 
 def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Related], LibraryFacts]:
     """Range on the project's call into the library, the library line as related, the chain as data."""
@@ -114,7 +141,12 @@ def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Relat
         entry = b.library[0]
         related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))
     related += outer_related(ctx, b.outer, "called", b.frame)
-    data: LibraryFacts = {"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(ctx.source(b.frame.file)),
-                          "boundary": {"file": b.frame.file, "line": b.frame.line}, "stack_source": b.source,
-                          "user_line": b.frame.line}
+    data: LibraryFacts = {
+        "library": lib.package,
+        "library_frame": lib.to_json(),
+        "library_chain": b.chain(ctx.source(b.frame.file)),
+        "boundary": {"file": b.frame.file, "line": b.frame.line},
+        "stack_source": b.source,
+        "user_line": b.frame.line,
+    }
     return rng, related, data

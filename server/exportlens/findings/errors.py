@@ -13,9 +13,13 @@ from exportlens.protocol import CrashData, DraftCrash, DraftCrashData, Exception
 
 _FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
-_DRAFT_FOOTER = re.compile(r"\n\s*(The error above occurred when calling torch\.export\.export|"
-                           r"If you would like to view|For more information about this error|"
-                           r"To execute this test, run|from user code:).*", re.S)
+_DRAFT_FOOTER = re.compile(
+    r"\n\s*(The error above occurred when calling torch\.export\.export|"
+    r"If you would like to view|For more information about this error|"
+    r"To execute this test, run|from user code:).*",
+    re.S,
+)
+
 
 def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str | None = None) -> Diagnostic:
     """An exception raised by draft_export, by the user's code, or while building the target."""
@@ -30,10 +34,11 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
             text = src.line(line)
             start = src.position(line, len(text[:col].encode()))
             rng = Range(start, src.line_range(line).end if start < src.line_range(line).end else start)
-            return new_diagnostic(ctx, syntax_file, rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}",
-                         data=SyntaxErrorData(exception_type="SyntaxError"))
+            return new_diagnostic(
+                ctx, syntax_file, rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}", data=SyntaxErrorData(exception_type="SyntaxError")
+            )
     b = boundary.locate([("traceback", link.get("frames")) for link in chain], ctx.root)
-    frames: list[Frame] = ([*b.outer, b.frame] if b is not None else [])
+    frames: list[Frame] = [*b.outer, b.frame] if b is not None else []
     if not frames:  # torch sometimes names the user's line only in its message
         for m in _FILE_LINE.finditer(exc.get("message", "")):
             if is_user_file(m["file"], ctx.root):
@@ -58,8 +63,14 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
         if lib is not None:
             assert b is not None
             related.insert(0, boundary.library_related(ctx.source(lib.file), lib, "it was raised here"))
-            data.update({"library": lib.package, "library_frame": lib.to_json(), "library_chain": b.chain(ctx.source(b.frame.file)),
-                         "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1])})
+            data.update(
+                {
+                    "library": lib.package,
+                    "library_frame": lib.to_json(),
+                    "library_chain": b.chain(ctx.source(b.frame.file)),
+                    "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1]),
+                }
+            )
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
             if tsrc is not None and not target_error:
@@ -68,16 +79,23 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
     file, rng = target_anchor(ctx)
     return new_diagnostic(ctx, file, rng, code, text, data=data)
 
+
 # Internal errors draft export is known to raise where plain export passes (torch 2.13), in a sentence.
 _CRASH_FAMILIES = (
-    ("PendingUnbackedSymbolNotFound", "draft export lost track of a data-dependent size it created "
-     "(PendingUnbackedSymbolNotFound), a known draft-export bug"),
-    ("cannot infer a Fake kernel", "draft export tried to make a fake kernel from the real output "
-     "and could not (\"cannot infer a Fake kernel\"), e.g. for an op whose output aliases an input"),
-    ("SymIntArrayRef expected to contain only concrete integers", "draft export ran a real kernel with a "
-     "symbolic size (seen with torch.cond operands and one-argument torch.where(mask))"),
-    ("_check_fake_real_tensors", "draft export's own comparison of fake and real tensors hit a "
-     "data-dependent guard (seen when indexing with a value from .item())"),
+    ("PendingUnbackedSymbolNotFound", "draft export lost track of a data-dependent size it created (PendingUnbackedSymbolNotFound), a known draft-export bug"),
+    (
+        "cannot infer a Fake kernel",
+        "draft export tried to make a fake kernel from the real output "
+        'and could not ("cannot infer a Fake kernel"), e.g. for an op whose output aliases an input',
+    ),
+    (
+        "SymIntArrayRef expected to contain only concrete integers",
+        "draft export ran a real kernel with a symbolic size (seen with torch.cond operands and one-argument torch.where(mask))",
+    ),
+    (
+        "_check_fake_real_tensors",
+        "draft export's own comparison of fake and real tensors hit a data-dependent guard (seen when indexing with a value from .item())",
+    ),
 )
 
 
@@ -100,15 +118,16 @@ def repro_command(ctx: Context) -> str:
     """A command that runs draft export on this target again, for a PyTorch bug report."""
     path = ctx.target_file.replace("\\", "/")
     if ctx.target.startswith("export at "):
-        return (f"python -c \"import runpy, torch; torch.export.export = torch.export.draft_export; "
-                f"runpy.run_path('{path}', run_name='__main__')\"")
+        return f"python -c \"import runpy, torch; torch.export.export = torch.export.draft_export; runpy.run_path('{path}', run_name='__main__')\""
     if ":" in ctx.target and not ctx.target.startswith(("compile", "trace")):
         factory = ctx.target.rsplit(":", 1)[-1]
         get = f"s = runpy.run_path('{path}')['{factory}'](); s = s if isinstance(s, dict) else dict(zip(('model', 'example_args', 'example_kwargs'), s))"
     else:
         get = f"s = runpy.run_path('{path}')"
-    return (f"python -c \"import runpy, torch; {get}; torch.export.draft_export(s['model'], tuple(s['example_args']), "
-            f"s.get('example_kwargs'), dynamic_shapes=s.get('dynamic_shapes'))\"")
+    return (
+        f"python -c \"import runpy, torch; {get}; torch.export.draft_export(s['model'], tuple(s['example_args']), "
+        f"s.get('example_kwargs'), dynamic_shapes=s.get('dynamic_shapes'))\""
+    )
 
 
 def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
@@ -116,21 +135,27 @@ def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic
     crash = event["draft_crash"]
     known = crash_family(_crash_text(crash))
     family = known or "draft export raised an internal error"
-    raw: DraftCrashData = {"draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
-                           "crash_family": family, "repro": repro_command(ctx)}
+    raw: DraftCrashData = {
+        "draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
+        "crash_family": family,
+        "repro": repro_command(ctx),
+    }
     if "exception" in event and (known is None or "plain_exception" not in event):
         # both failed and draft's error is not one of its own known crashes (e.g. wrong inputs): draft's words
         return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
     if "exception" not in event:
         file, rng = target_anchor(ctx)
-        msg = (f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
-               f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
-               f"that reproduces it are in the details.")
+        msg = (
+            f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
+            f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
+            f"that reproduces it are in the details."
+        )
         return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, data=DraftCrashData(**raw, plain_export="ok"))]
     diag = exception_diagnostic(ctx, event["plain_exception"], target_error=event.get("target_error"))
-    diag.message += (f"\n(Draft export crashed first — {family} — so this is plain torch.export.export's error.)")
+    diag.message += f"\n(Draft export crashed first — {family} — so this is plain torch.export.export's error.)"
     diag.data.update({**raw, "plain_export": "failed"})
     return [diag]
+
 
 def _clean_message(message: str, limit: int = 12) -> str:
     text = _DRAFT_FOOTER.sub("", message).strip()
@@ -139,14 +164,13 @@ def _clean_message(message: str, limit: int = 12) -> str:
         lines = lines[:limit] + ["…"]
     return "\n".join(lines) or "(no message)"
 
-def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str, *, timeout_knob: str = "the timeout",
-                     found: int = 0) -> Diagnostic:
+
+def crash_diagnostic(ctx: Context, status: str, detail: str, stderr: str, *, timeout_knob: str = "the timeout", found: int = 0) -> Diagnostic:
     """The job crashed or ran out of time; `found` problems torch recorded before that are reported too."""
     file, rng = target_anchor(ctx)
     tail = "\n".join(stderr.strip().splitlines()[-8:])
     if status == "timeout":
-        kept = (f" The {found} problem{'s' if found != 1 else ''} torch recorded before the deadline "
-                f"{'are' if found != 1 else 'is'} reported." if found else "")
+        kept = f" The {found} problem{'s' if found != 1 else ''} torch recorded before the deadline {'are' if found != 1 else 'is'} reported." if found else ""
         msg = f"The analysis of this target did not finish: {detail}.{kept} Raise {timeout_knob} if the model is just slow."
         code = "worker-timeout"
     else:

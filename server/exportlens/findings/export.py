@@ -47,10 +47,19 @@ def export_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
         else:
             file, rng = target_anchor(ctx)
             unknown: ExportErrorData = {"raw": failure}
-            out.append(new_diagnostic(ctx, file, rng, "export-error",
-                             f"Draft export reported a problem of a kind ExportLens does not know yet ({kind}): "
-                             f"{failure.get('expr') or failure.get('reason') or ''}".strip(), data=unknown))
+            out.append(
+                new_diagnostic(
+                    ctx,
+                    file,
+                    rng,
+                    "export-error",
+                    f"Draft export reported a problem of a kind ExportLens does not know yet ({kind}): "
+                    f"{failure.get('expr') or failure.get('reason') or ''}".strip(),
+                    data=unknown,
+                )
+            )
     return out
+
 
 def failure_boundary(ctx: Context, failure: ExportFailure) -> boundary.Boundary | None:
     """The project's line for a failure: the live stack first, then the frames torch kept."""
@@ -58,8 +67,7 @@ def failure_boundary(ctx: Context, failure: ExportFailure) -> boundary.Boundary 
     kept = [f for f in failure.get("user_stack") or [] if f.get("file") and not f.get("where")]
     if live and kept and not any((f.get("file"), f.get("line")) == (kept[-1]["file"], kept[-1]["line"]) for f in live):
         live = None  # strict export: dynamo traced the code, the live Python stack is not the user's
-    found = boundary.locate([("live", live), ("torch", failure.get("user_stack")), ("torch", failure.get("stack"))],
-                            ctx.root)
+    found = boundary.locate([("live", live), ("torch", failure.get("user_stack")), ("torch", failure.get("stack"))], ctx.root)
     if found is not None:  # the export call itself is the target, not a caller to list
         found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
     return found
@@ -91,16 +99,28 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
     values = {k: v for k, v in real_values.items() if k in symbols.symbols_in(expr)}
     is_condition = result in ("True", "False")
     data: DataDependentData = {
-        "expr": expr, "result": result, "occurrences": occurrences, "names": names,
-        "source_expr": source_expr if not unmapped else None, "locals": fl.get("locals") or {},
-        "values": values, "kind": "condition" if is_condition else "value",
+        "expr": expr,
+        "result": result,
+        "occurrences": occurrences,
+        "names": names,
+        "source_expr": source_expr if not unmapped else None,
+        "locals": fl.get("locals") or {},
+        "values": values,
+        "kind": "condition" if is_condition else "value",
     }
     if frame is None:
         file, rng = target_anchor(ctx)
         data["placed"] = "target"
-        return [new_diagnostic(ctx, file, rng, "data-dependent-guard",
-                      f"Draft export could not decide `{short}` (a data-dependent guard) and no stack torch offered "
-                      f"has a line of this project. It assumed {result}.", data=data)]
+        return [
+            new_diagnostic(
+                ctx,
+                file,
+                rng,
+                "data-dependent-guard",
+                f"Draft export could not decide `{short}` (a data-dependent guard) and no stack torch offered has a line of this project. It assumed {result}.",
+                data=data,
+            )
+        ]
     mapped_names = {names[s] for s in symbols.symbols_in(expr) if s in names}
     bare = {n.split(".")[0].split("[")[0] for n in mapped_names}
     if lib is not None:  # the guard is in the library: speak its names, place it on the project's call
@@ -112,20 +132,23 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
         data["test_text"] = test
         data["statement_kind"] = ""  # nothing to rewrite on the project's line
         # the expression as written in the library (its `if` test), else torch's in the library's names
-        spelled = boundary.shorten(test if is_condition and test else
-                                   source_expr if source_expr and not unmapped else (test or expr))
+        spelled = boundary.shorten(test if is_condition and test else source_expr if source_expr and not unmapped else (test or expr))
         where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
         what = "the value of" if not is_condition else "the condition"
-        msg = (_library_head(lib) + f"draft export could not decide {what} `{spelled}`: it comes from a tensor's data "
-               f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, so the "
-               f"exported program {'assumes that and asserts it' if is_condition else 'is specialised to that'} at run time.")
+        msg = (
+            _library_head(lib) + f"draft export could not decide {what} `{spelled}`: it comes from a tensor's data "
+            f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, so the "
+            f"exported program {'assumes that and asserts it' if is_condition else 'is specialised to that'} at run time."
+        )
         search = boundary.upstream_search(lib, "torch.export data-dependent")
         data["upstream_search"] = search
         data["advice"] = "library"
-        msg += (f" {LIBRARY_NO_EDIT} What you can do: give example inputs typical of real use (the exported program "
-                f"keeps the path they take); keep draft export's program if real inputs take the same path; use a "
-                f"library option that avoids reading tensor data here, if it has one. Otherwise it is a library "
-                f"limitation: search its issues for \"{search}\".")
+        msg += (
+            f" {LIBRARY_NO_EDIT} What you can do: give example inputs typical of real use (the exported program "
+            f"keeps the path they take); keep draft export's program if real inputs take the same path; use a "
+            f"library option that avoids reading tensor data here, if it has one. Otherwise it is a library "
+            f'limitation: search its issues for "{search}".'
+        )
         if occurrences > 1:
             msg += f" Reached {occurrences} times (the first is shown)."
         return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg, related=related, data=data)]
@@ -145,40 +168,50 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
         spelled = str(source_expr) if source_expr and not unmapped else short
         pins = [f"{names[s]} == {v}" for s, v in sorted(values.items()) if s in names and isinstance(v, int)]
         data["pin"] = " and ".join(pins) if pins and not unmapped else None
-        msg = (f"Draft export could not determine the value of `{spelled}` (torch saw `{short}`): this call "
-               f"needs it as a plain integer, and it comes from a tensor's data. With the example inputs it was "
-               f"{result}, so the exported program is specialised to that.")
+        msg = (
+            f"Draft export could not determine the value of `{spelled}` (torch saw `{short}`): this call "
+            f"needs it as a plain integer, and it comes from a tensor's data. With the example inputs it was "
+            f"{result}, so the exported program is specialised to that."
+        )
         if data["pin"]:
-            msg += (f" A range check does not help here: pin the value with `torch._check({data['pin']})` "
-                    f"(the program then accepts only that value), or compute the size without reading tensor data.")
+            msg += (
+                f" A range check does not help here: pin the value with `torch._check({data['pin']})` "
+                f"(the program then accepts only that value), or compute the size without reading tensor data."
+            )
     elif tensor_condition:
         what = f"the tensor condition `{test}`" if test else f"`{short}`"
-        msg = (f"Draft export could not decide {what}: it depends on the values inside a tensor "
-               f"(torch saw `{short}`). With the example inputs it was {result}, so the exported program "
-               f"keeps only that branch and asserts it at run time. Rewrite the branch with torch.cond "
-               f"to export both paths.")
+        msg = (
+            f"Draft export could not decide {what}: it depends on the values inside a tensor "
+            f"(torch saw `{short}`). With the example inputs it was {result}, so the exported program "
+            f"keeps only that branch and asserts it at run time. Rewrite the branch with torch.cond "
+            f"to export both paths."
+        )
     else:
         spelled = str(source_expr) if source_expr and not unmapped else short
         where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
-        msg = (f"Draft export could not decide `{spelled}`: the value comes from a tensor's data "
-               f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
-               f"so the exported program assumes that and asserts it at run time.")
+        msg = (
+            f"Draft export could not decide `{spelled}`: the value comes from a tensor's data "
+            f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, "
+            f"so the exported program assumes that and asserts it at run time."
+        )
         pin = _pin_inside_call(test, names, values) if source_expr and not unmapped else None
         if pin and source_expr:
             # torch ≤ 2.12 asks `Eq(u0, 0)` first inside `x.split(n)`: stating only that is not enough,
             # the call then needs the value itself (docs/torch-facts.md §8); pinning works on every release
             data["pin"] = pin
             taken = source_expr if result != "False" else fixes.negate(source_expr)
-            msg += (f" Torch asked this inside the call `{test}`, which needs more than this one fact: pin the value "
-                    f"with `torch._check({pin})` (the program then accepts only that value); "
-                    f"`torch._check({taken})` alone settles only this first question.")
+            msg += (
+                f" Torch asked this inside the call `{test}`, which needs more than this one fact: pin the value "
+                f"with `torch._check({pin})` (the program then accepts only that value); "
+                f"`torch._check({taken})` alone settles only this first question."
+            )
         elif source_expr and not unmapped:
             msg += f" Add `torch._check({source_expr if result != 'False' else fixes.negate(source_expr)})` above this line to state the assumption"
             msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     if occurrences > 1:
         msg += f" Reached {occurrences} times (the first is shown)."
-    return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg,
-                  related=outer_related(ctx, outer, "called", frame), data=data)]
+    return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg, related=outer_related(ctx, outer, "called", frame), data=data)]
+
 
 def _pin_inside_call(test: str, names: dict[str, str], values: dict[str, Any]) -> str | None:
     """`n == 4` when torch asked a condition inside a call (`x.split(n)`, not an `if`) whose values it saw."""
@@ -198,9 +231,13 @@ def float_item_bug(ctx: Context, event: TargetEvent, bug: TorchBug) -> Diagnosti
     branch: FloatPlace = bug.get("branch") or {"symbol": symbol}
     created: FloatPlace = bug.get("created") or {"symbol": symbol}
     exception = event.get("exception")
-    data: TorchBugData = {"torch_bug": "float-item-assert", "symbol": symbol, "expr": branch.get("expr"),
-                          "exception_type": exception["type"] if exception else None,
-                          "exception_message": str(exception["message"] if exception else "")[:4000]}
+    data: TorchBugData = {
+        "torch_bug": "float-item-assert",
+        "symbol": symbol,
+        "expr": branch.get("expr"),
+        "exception_type": exception["type"] if exception else None,
+        "exception_message": str(exception["message"] if exception else "")[:4000],
+    }
     place = branch if _placeable(ctx, branch) else created if _placeable(ctx, created) else None
     test = ""
     if place is not None:
@@ -212,17 +249,18 @@ def float_item_bug(ctx: Context, event: TargetEvent, bug: TorchBug) -> Diagnosti
     else:
         file, rng = target_anchor(ctx)
     what = f"`{test}`" if test and place is branch else "a condition"
-    msg = (f"Draft export could not decide {what}: it depends on a float read out of a tensor (`.item()` of a float "
-           f"tensor; torch saw `{branch.get('expr') or symbol}`), and this torch fails on that: its constraint solver "
-           f"raises `AssertionError: Unknown symbol {symbol} created by constraints solver`, a bug of torch 2.12 and "
-           f"older (fixed in 2.13). Branch on an integer instead (`int(...)`, or `.item()` of an integer tensor), "
-           f"rewrite the branch with torch.cond, or upgrade to torch 2.13 or newer.")
+    msg = (
+        f"Draft export could not decide {what}: it depends on a float read out of a tensor (`.item()` of a float "
+        f"tensor; torch saw `{branch.get('expr') or symbol}`), and this torch fails on that: its constraint solver "
+        f"raises `AssertionError: Unknown symbol {symbol} created by constraints solver`, a bug of torch 2.12 and "
+        f"older (fixed in 2.13). Branch on an integer instead (`int(...)`, or `.item()` of an integer tensor), "
+        f"rewrite the branch with torch.cond, or upgrade to torch 2.13 or newer."
+    )
     related = []
     if place is branch and _placeable(ctx, created):
         src = ctx.source(created["file"])
         assert src is not None
-        related.append(Related(created["file"], placement.call_range(src, int(created["line"]), "item"),
-                               "the float value comes from here"))
+        related.append(Related(created["file"], placement.call_range(src, int(created["line"]), "item"), "the float value comes from here"))
     return new_diagnostic(ctx, file, rng, "data-dependent-guard", msg, related=related, data=data)
 
 
@@ -242,34 +280,39 @@ def guard_added(ctx: Context, failure: ExportFailure, spec: Any) -> list[Diagnos
     for sym, src_text in (failure.get("symbol_to_sources") or {}).items():
         m = re.match(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(src_text))
         if m:
-            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2)),
-                         "name": _dim_name(spec, m.group(1), int(m.group(2)))})
+            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2)), "name": _dim_name(spec, m.group(1), int(m.group(2)))})
     value = None
     m = re.match(r"Eq\((\w+), (-?\d+)\)$", expr.strip())
     if m:
         value = int(m.group(2))
-    data: GuardAddedData = {"expr": expr, "source_expr": source_expr, "names": names, "dims": dims, "value": value,
-            "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
-            "export_call": {"file": ctx.target_file, "line": ctx.target_line}}
-    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" + (f" (Dim \"{d['name']}\")" if d["name"] else "")
-                         for d in dims) or "a dimension"
-    msg = (f"{dim_text} is marked dynamic in dynamic_shapes, but this code specialises it"
-           f"{f' to {value}' if value is not None else ''}: torch added the guard `{spelled}` (`{expr}`), "
-           f"so torch.export.export fails with a constraint violation. Mark the dimension static "
-           f"(Dim.STATIC) if it really is fixed, or use Dim.AUTO to let export keep it dynamic where it can.")
+    data: GuardAddedData = {
+        "expr": expr,
+        "source_expr": source_expr,
+        "names": names,
+        "dims": dims,
+        "value": value,
+        "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
+        "export_call": {"file": ctx.target_file, "line": ctx.target_line},
+    }
+    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" + (f' (Dim "{d["name"]}")' if d["name"] else "") for d in dims) or "a dimension"
+    msg = (
+        f"{dim_text} is marked dynamic in dynamic_shapes, but this code specialises it"
+        f"{f' to {value}' if value is not None else ''}: torch added the guard `{spelled}` (`{expr}`), "
+        f"so torch.export.export fails with a constraint violation. Mark the dimension static "
+        f"(Dim.STATIC) if it really is fixed, or use Dim.AUTO to let export keep it dynamic where it can."
+    )
     related = []
     tsrc = ctx.source(ctx.target_file)
     if tsrc is not None:
-        related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line),
-                               "the dynamic_shapes of this target"))
+        related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line), "the dynamic_shapes of this target"))
     if frame is None:
         file, rng = target_anchor(ctx)
         return [new_diagnostic(ctx, file, rng, "guard-added", msg, data=data)]
     src = ctx.source(frame.file)
     rng = placement.guard_range(src, frame.line, set())[0] if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
     data["user_line"] = frame.line
-    return [new_diagnostic(ctx, frame.file, rng, "guard-added", msg,
-                  related=related + outer_related(ctx, outer, "called", frame), data=data)]
+    return [new_diagnostic(ctx, frame.file, rng, "guard-added", msg, related=related + outer_related(ctx, outer, "called", frame), data=data)]
+
 
 def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
     """The `Dim("batch")` name the user gave to input `arg`'s dimension `dim`, if any."""
@@ -282,6 +325,7 @@ def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
         entry = None
     return entry.get("dim") if isinstance(entry, dict) else None
 
+
 def _profile_text(profiles: list[OpProfile]) -> str:
     outs = []
     for p in profiles:
@@ -289,6 +333,7 @@ def _profile_text(profiles: list[OpProfile]) -> str:
         items = out if isinstance(out, list) else [out]
         outs.append(", ".join(f"rank {o['rank']} {o['dtype']}" for o in items if o) or "no tensor")
     return "; ".join(sorted(set(outs)))
+
 
 def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> list[Diagnostic]:
     op = failure.get("op", "")
@@ -300,9 +345,16 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
     code = "mismatched-fake-kernel" if mismatched else "missing-fake-kernel"
     reason = (failure.get("reason") or "").strip()
     real = _profile_text(profiles)
-    data: FakeKernelData = {"op": op, "qualname": qualname, "profiles": profiles, "definition": definition,
-            "fake": fake if fake and ctx.source(fake["file"]) and is_user_file(fake["file"], ctx.root) else None,
-            "reason": reason, "call_sites": [], "role": "call"}
+    data: FakeKernelData = {
+        "op": op,
+        "qualname": qualname,
+        "profiles": profiles,
+        "definition": definition,
+        "fake": fake if fake and ctx.source(fake["file"]) and is_user_file(fake["file"], ctx.root) else None,
+        "reason": reason,
+        "call_sites": [],
+        "role": "call",
+    }
     # every call site in the user's code, from the exported graph's stack traces
     sites: list[Frame] = []
     for stack in failure.get("call_sites") or []:
@@ -331,15 +383,22 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
         return _library_op(ctx, failure, data, anchors, qualname, real)
     if mismatched:
         detail = _mismatch_text(reason)
-        head = (f"The fake kernel of `{qualname}` disagrees with the real kernel ({detail}). "
-                f"Export passes, but the exported program carries the wrong {('dtype' if 'dtype' in detail.lower() else 'shape')}: "
-                f"the real output is {real or 'unknown'}.")
+        head = (
+            f"The fake kernel of `{qualname}` disagrees with the real kernel ({detail}). "
+            f"Export passes, but the exported program carries the wrong {('dtype' if 'dtype' in detail.lower() else 'shape')}: "
+            f"the real output is {real or 'unknown'}."
+        )
         advice = " Correct the fake function so it returns what the real kernel returns."
     else:
-        head = (f"The custom op `{qualname}` has no fake kernel, so export cannot know the shape of its output"
-                f"{f' (draft export saw the real output: {real})' if real else ''}.")
-        advice = (f" Register one with `@{func}.register_fake`." if definition and definition.get("kind") == "custom_op"
-                  else f" Register one with `@torch.library.register_fake(\"{qualname}\")`.")
+        head = (
+            f"The custom op `{qualname}` has no fake kernel, so export cannot know the shape of its output"
+            f"{f' (draft export saw the real output: {real})' if real else ''}."
+        )
+        advice = (
+            f" Register one with `@{func}.register_fake`."
+            if definition and definition.get("kind") == "custom_op"
+            else f' Register one with `@torch.library.register_fake("{qualname}")`.'
+        )
     if not anchors and def_anchor is None and fake_anchor is None:
         file, rng = target_anchor(ctx)
         anchors.append((file, rng, "target"))
@@ -357,21 +416,30 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
         out.append(new_diagnostic(ctx, file, rng, code, msg, related=related, data=with_role))
     return out
 
-def _library_op(ctx: Context, failure: ExportFailure, data: FakeKernelData, anchors: list[tuple[str, Range, FakeKernelRole]],
-                qualname: str, real: str) -> list[Diagnostic]:
+
+def _library_op(
+    ctx: Context, failure: ExportFailure, data: FakeKernelData, anchors: list[tuple[str, Range, FakeKernelRole]], qualname: str, real: str
+) -> list[Diagnostic]:
     """A library's custom op without a fake kernel: on the project's call into the library, with
     the library's call of the op and its definition as related; the fix registers the kernel in
     the project's own file."""
     definition = failure.get("definition")
     assert definition is not None  # the caller checked: a library's op
-    b = boundary.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []],
-                        ctx.root)
-    lib_def = boundary.LibraryFrame(definition["file"], int(definition["line"]), str(definition.get("function") or ""),
-                                    str(definition.get("function") or qualname), None, boundary.package_of(definition["file"]))
+    b = boundary.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []], ctx.root)
+    lib_def = boundary.LibraryFrame(
+        definition["file"],
+        int(definition["line"]),
+        str(definition.get("function") or ""),
+        str(definition.get("function") or qualname),
+        None,
+        boundary.package_of(definition["file"]),
+    )
     def_src = ctx.source(lib_def.file)
-    def_related = Related(lib_def.file, boundary.library_range(def_src, lib_def) if def_src is None
-                          else placement.definition_range(def_src, lib_def.line),
-                          f"`{qualname}` is defined here, in the library {lib_def.package} ({lib_def.where()})")
+    def_related = Related(
+        lib_def.file,
+        boundary.library_range(def_src, lib_def) if def_src is None else placement.definition_range(def_src, lib_def.line),
+        f"`{qualname}` is defined here, in the library {lib_def.package} ({lib_def.where()})",
+    )
     sites: list[tuple[str, Range, list[Related], LibraryFacts]] = []
     if b is not None and b.inside is not None:
         rng, related, placed = library_place(ctx, b)
@@ -388,23 +456,38 @@ def _library_op(ctx: Context, failure: ExportFailure, data: FakeKernelData, anch
         sites.append((file, rng, [def_related], {}))
     search = f"{lib_def.package} {qualname} fake kernel register_fake torch.export"
     call = f", called at {b.inside.where()} in `{b.inside.qualname}`" if b is not None and b.inside is not None else ""
-    msg = (f"The custom op `{qualname}` of the library {lib_def.package} (defined at {lib_def.where()}{call}) has no fake "
-           f"kernel, so export cannot know the shape of its output"
-           f"{f' (draft export saw the real output: {real})' if real else ''}. {LIBRARY_NO_EDIT} What you can do: "
-           f"register a fake kernel in your own code with `@torch.library.register_fake(\"{qualname}\")` before exporting "
-           f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
-           f"(search its issues for \"{search}\").")
+    msg = (
+        f"The custom op `{qualname}` of the library {lib_def.package} (defined at {lib_def.where()}{call}) has no fake "
+        f"kernel, so export cannot know the shape of its output"
+        f"{f' (draft export saw the real output: {real})' if real else ''}. {LIBRARY_NO_EDIT} What you can do: "
+        f'register a fake kernel in your own code with `@torch.library.register_fake("{qualname}")` before exporting '
+        f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
+        f'(search its issues for "{search}").'
+    )
     out = []
     for file, rng, related, placed in sites:
-        out.append(new_diagnostic(ctx, file, rng, "missing-fake-kernel", msg, related=related,
-                                  data={**data, **placed, "role": "call", "library": lib_def.package,
-                                        "upstream_search": search, "advice": "register_fake_in_project"}))
+        out.append(
+            new_diagnostic(
+                ctx,
+                file,
+                rng,
+                "missing-fake-kernel",
+                msg,
+                related=related,
+                data={**data, **placed, "role": "call", "library": lib_def.package, "upstream_search": search, "advice": "register_fake_in_project"},
+            )
+        )
     return out
 
 
 def _role_text(role: str, qualname: str) -> str:
-    return {"call": f"`{qualname}` is called here", "definition": f"`{qualname}` is defined here",
-            "fake": f"the fake kernel of `{qualname}`", "target": "the export target"}.get(role, role)
+    return {
+        "call": f"`{qualname}` is called here",
+        "definition": f"`{qualname}` is defined here",
+        "fake": f"the fake kernel of `{qualname}`",
+        "target": "the export target",
+    }.get(role, role)
+
 
 def _mismatch_text(reason: str) -> str:
     m = re.search(r"Dtypes (\S+) and (\S+) are not equal", reason)

@@ -28,8 +28,7 @@ class Frame:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Frame:
-        return cls(str(d.get("file")), int(d.get("line") or 1), str(d.get("name") or ""),
-                   d.get("col"), d.get("end_line"), d.get("end_col"))
+        return cls(str(d.get("file")), int(d.get("line") or 1), str(d.get("name") or ""), d.get("col"), d.get("end_line"), d.get("end_col"))
 
 
 def user_frames(frames: Iterable[Mapping[str, Any]], root: str) -> list[Frame]:
@@ -52,8 +51,7 @@ def statement_at(tree: ast.Module, line: int) -> ast.stmt | None:
                 for name in ("body", "orelse", "finalbody", "handlers"):
                     inner = getattr(stmt, name, None)
                     if isinstance(inner, list):
-                        visit([s for s in inner if isinstance(s, ast.stmt)] +
-                              [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
+                        visit([s for s in inner if isinstance(s, ast.stmt)] + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body])
                 for case in getattr(stmt, "cases", []) or []:
                     visit(case.body)
                 return
@@ -78,6 +76,7 @@ def _call_name(call: ast.Call) -> str:
 def _smallest(nodes: list[ast.AST]) -> ast.AST | None:
     def size(n: ast.AST) -> tuple[int, int]:
         return ((getattr(n, "end_lineno", 0) or 0) - n.lineno, (getattr(n, "end_col_offset", 0) or 0) - n.col_offset)  # type: ignore[attr-defined]
+
     return min(nodes, key=size) if nodes else None
 
 
@@ -115,8 +114,7 @@ def named_call_range(src: Source, line: int, callee: str) -> Range | None:
     stmt = statement_at(tree, line) if tree is not None else None
     if stmt is None or not callee:
         return None
-    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _call_name(n) == callee
-             and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call) and _call_name(n) == callee and n.lineno <= line <= (n.end_lineno or n.lineno)]
     node = _smallest(calls)  # type: ignore[arg-type]
     return src.node_range(node) if node is not None else None
 
@@ -148,8 +146,7 @@ def statement_range(src: Source, line: int) -> Range:
     stmt = statement_at(tree, line) if tree is not None else None
     if stmt is None:
         return src.line_range(line)
-    if isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try,
-                         ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWith)):
+    if isinstance(stmt, (ast.If, ast.While, ast.For, ast.With, ast.FunctionDef, ast.ClassDef, ast.Try, ast.AsyncFunctionDef, ast.AsyncFor, ast.AsyncWith)):
         return src.line_range(stmt.lineno)
     return src.node_range(stmt)
 

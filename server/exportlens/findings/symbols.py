@@ -16,10 +16,19 @@ _SOURCE_NAME = re.compile(r"L\['([A-Za-z_]\w*)'\]")
 _SIZE = re.compile(r"\.size\(\)\[(\d+)\]")
 _STRIDE = re.compile(r"\.stride\(\)\[(\d+)\]")
 
-_COMPARE = {"Eq": ast.Eq, "Ne": ast.NotEq, "Lt": ast.Lt, "Le": ast.LtE, "Gt": ast.Gt, "Ge": ast.GtE,
-            "StrictLessThan": ast.Lt, "StrictGreaterThan": ast.Gt, "LessThan": ast.LtE, "GreaterThan": ast.GtE}
-_BINARY = {"Mod": ast.Mod, "PythonMod": ast.Mod, "FloorDiv": ast.FloorDiv, "IntTrueDiv": ast.Div,
-           "TruncToInt": None}
+_COMPARE = {
+    "Eq": ast.Eq,
+    "Ne": ast.NotEq,
+    "Lt": ast.Lt,
+    "Le": ast.LtE,
+    "Gt": ast.Gt,
+    "Ge": ast.GtE,
+    "StrictLessThan": ast.Lt,
+    "StrictGreaterThan": ast.Gt,
+    "LessThan": ast.LtE,
+    "GreaterThan": ast.GtE,
+}
+_BINARY = {"Mod": ast.Mod, "PythonMod": ast.Mod, "FloorDiv": ast.FloorDiv, "IntTrueDiv": ast.Div, "TruncToInt": None}
 _NEGATE = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt}
 
 

@@ -17,6 +17,7 @@ _NODE_SUFFIX = re.compile(r"(?:aten|prim)::(?P<op>\w+)\(.*?# (?P<file>\S.*?):(?P
 
 _ANY_SUFFIX = re.compile(r"# (?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
 
+
 def trace_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     out = []
     for finding in event.get("trace_findings") or []:
@@ -25,6 +26,7 @@ def trace_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
         elif finding["type"] == "trace-check-failed":
             out.append(trace_check_failed(ctx, event, finding))
     return out
+
 
 def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Range, Literal["warning", "suffix", "stack"]] | None:
     """Where a TracerWarning belongs: its own line, a `# path:line:col` suffix, or the stack."""
@@ -50,6 +52,7 @@ def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Ra
         return stack[-1].file, frame_range(ctx, stack[-1]), "stack"
     return None
 
+
 def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "nondeterministic", "output-mismatch", "other"], str]:
     """(kind, plain words) for the TracerWarnings torch 2.13 emits."""
     first = message.split("\n", 1)[0]
@@ -60,22 +63,25 @@ def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "non
         return "python-value", (
             f"torch.jit.trace turns {subject} into a Python {what}, so the trace records the value the example "
             f"input gave as a constant: it will not follow other inputs. Keep it a tensor operation "
-            f"(for a branch: torch.where or torch.cond), or use torch.export.")
+            f"(for a branch: torch.where or torch.cond), or use torch.export."
+        )
     if first.startswith("Trace had nondeterministic nodes"):
         nodes = [ln.strip() for ln in message.splitlines()[1:] if "::" in ln]
         op = re.search(r"(?:aten|prim)::(\w+)", nodes[0]).group(1) if nodes and re.search(r"::(\w+)", nodes[0]) else "random"  # type: ignore[union-attr]
         return "nondeterministic", (
             f"The traced code calls `{op}`, which gives different values on every run, so torch.jit.trace's "
             f"check cannot compare the trace with the Python function. Pass the random values in as inputs, "
-            f"call .eval() on the model if this is dropout, or trace with check_trace=False.")
+            f"call .eval() on the model if this is dropout, or trace with check_trace=False."
+        )
     m = re.match(r"Output nr (\d+)\. of the traced function does not match", first)
     if m:
         detail = [ln.strip() for ln in message.splitlines()[1:] if ln.strip().startswith(("Mismatched", "Greatest"))]
         return "output-mismatch", (
             f"Output {m.group(1)} of the traced function differs from what the Python function returns on the "
-            f"same input, so the trace does not reproduce this code" + (f" ({'; '.join(detail[:2])})" if detail else "")
-            + ".")
+            f"same input, so the trace does not reproduce this code" + (f" ({'; '.join(detail[:2])})" if detail else "") + "."
+        )
     return "other", f"torch.jit.trace warns: {first}"
+
 
 def export_equivalent(ctx: Context) -> str | None:
     """The `torch.export.export(...)` call that replaces the target's `torch.jit.trace(...)`, from its source."""
@@ -83,9 +89,17 @@ def export_equivalent(ctx: Context) -> str | None:
     tree = src.tree if src is not None else None
     if src is None or tree is None:
         return None
-    call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == ctx.target_line
-                 and isinstance(n.func, (ast.Attribute, ast.Name))
-                 and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) == "trace"), None)
+    call = next(
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and n.lineno == ctx.target_line
+            and isinstance(n.func, (ast.Attribute, ast.Name))
+            and (n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id) == "trace"
+        ),
+        None,
+    )
     if call is None or not call.args:
         return None
     model = ast.get_source_segment(src.text, call.args[0])
@@ -103,12 +117,16 @@ def export_equivalent(ctx: Context) -> str | None:
     if fn is not None:  # export takes an nn.Module, not a function: wrap it, with the function's own parameters
         wrapper = "".join(part.capitalize() for part in model.split("_")) or "Wrapped"
         params = ast.unparse(fn.args)
-        passed = ", ".join([a.arg for a in fn.args.posonlyargs + fn.args.args]
-                           + ([f"*{fn.args.vararg.arg}"] if fn.args.vararg else [])
-                           + [f"{a.arg}={a.arg}" for a in fn.args.kwonlyargs]
-                           + ([f"**{fn.args.kwarg.arg}"] if fn.args.kwarg else []))
-        return (f"class {wrapper}(torch.nn.Module):\n    def forward(self, {params}):\n        return {model}({passed})\n\n"
-                f"ep = torch.export.export({wrapper}(), {args}{extra})")
+        passed = ", ".join(
+            [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            + ([f"*{fn.args.vararg.arg}"] if fn.args.vararg else [])
+            + [f"{a.arg}={a.arg}" for a in fn.args.kwonlyargs]
+            + ([f"**{fn.args.kwarg.arg}"] if fn.args.kwarg else [])
+        )
+        return (
+            f"class {wrapper}(torch.nn.Module):\n    def forward(self, {params}):\n        return {model}({passed})\n\n"
+            f"ep = torch.export.export({wrapper}(), {args}{extra})"
+        )
     return f"ep = torch.export.export({model}, {args}{extra})"
 
 
@@ -132,17 +150,23 @@ def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFindi
     src = ctx.source(file)
     on_call = file == ctx.target_file and rng.start.line == ctx.target_line - 1
     # the code is the converted value only on the warning's own line, never the trace call or a caller
-    code = src.text_of(rng) if src is not None and rng.start.line == rng.end.line and how in ("warning", "suffix") \
-        and not on_call else ""
+    code = src.text_of(rng) if src is not None and rng.start.line == rng.end.line and how in ("warning", "suffix") and not on_call else ""
     kind, message = _warning_text(str(finding.get("message") or ""), code)
     related = [] if on_call else site_related(ctx, "traced here with torch.jit.trace")
-    data: TracerWarningData = {"kind": kind, "warning": finding.get("message"), "category": finding.get("category"),
-            "torch_location": {"file": finding.get("file"), "line": finding.get("line")}, "placed": how,
-            "url": codes.JIT_TRACE_URL, "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}
+    data: TracerWarningData = {
+        "kind": kind,
+        "warning": finding.get("message"),
+        "category": finding.get("category"),
+        "torch_location": {"file": finding.get("file"), "line": finding.get("line")},
+        "placed": how,
+        "url": codes.JIT_TRACE_URL,
+        "trace_call": {"file": ctx.target_file, "line": ctx.target_line},
+    }
     if kind == "python-value" and code:
         data["test_text"] = code
     migrate, data["export_call"] = _migrate(ctx)
     return new_diagnostic(ctx, file, rng, "tracer-warning", message + migrate, related=related, data=data)
+
 
 def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFinding) -> Diagnostic:
     trace_src = placement.user_frames(finding.get("trace_source") or [], ctx.root)
@@ -156,19 +180,29 @@ def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFind
         file, rng = target_anchor(ctx)
     node_diff = [ln.strip() for ln in str(finding.get("node_diff") or "").splitlines() if ln.strip().startswith(("-", "+"))]
     if finding.get("exception"):
-        message = ("torch.jit.trace's check failed: running the trace on the check inputs raised, because the trace "
-                   "fixed what this line did for the example input (a loop count, an index or a branch).")
+        message = (
+            "torch.jit.trace's check failed: running the trace on the check inputs raised, because the trace "
+            "fixed what this line did for the example input (a loop count, an index or a branch)."
+        )
     else:
-        message = ("torch.jit.trace's check failed: tracing again with the check inputs recorded a different graph "
-                   "from this line on. The trace fixes what this line did for the example input (a Python loop is "
-                   "unrolled, a branch taken once), so other inputs get the wrong computation.")
+        message = (
+            "torch.jit.trace's check failed: tracing again with the check inputs recorded a different graph "
+            "from this line on. The trace fixes what this line did for the example input (a Python loop is "
+            "unrolled, a branch taken once), so other inputs get the wrong computation."
+        )
     if node_diff:
         message += f" First difference: `{node_diff[0].lstrip('-+ ').split(' # ')[0]}`."
     message += " Use torch.export (or torch.jit.script) for code whose structure depends on the input."
     related = site_related(ctx, "traced here with torch.jit.trace")
-    data: TraceCheckFailedData = {"kind": "trace-check-failed", "graph_diff": finding.get("graph_diff"), "node_diff": finding.get("node_diff"),
-            "message": finding.get("message"), "summary": finding.get("summary"), "url": codes.JIT_TRACE_URL,
-            "recovered": bool(event.get("recovered")),
-            "trace_call": {"file": ctx.target_file, "line": ctx.target_line}}
+    data: TraceCheckFailedData = {
+        "kind": "trace-check-failed",
+        "graph_diff": finding.get("graph_diff"),
+        "node_diff": finding.get("node_diff"),
+        "message": finding.get("message"),
+        "summary": finding.get("summary"),
+        "url": codes.JIT_TRACE_URL,
+        "recovered": bool(event.get("recovered")),
+        "trace_call": {"file": ctx.target_file, "line": ctx.target_line},
+    }
     migrate, data["export_call"] = _migrate(ctx)
     return new_diagnostic(ctx, file, rng, "trace-check-failed", message + migrate, related=related, data=data)

@@ -82,6 +82,7 @@ def unified_diff(old: str, new: str, path: str, *, context: int = 3) -> str:
         return ""
     a = split_lines(old)
     b = split_lines(new)
+
     # difflib wants every line terminated; mark a missing final newline like diff does.
     def norm(ls: Sequence[str]) -> list[str]:
         res = list(ls)

@@ -76,12 +76,7 @@ def locate_statement(text: str, line: int) -> tuple[ast.Module, ast.stmt, list[a
     if line > _header_end(node):
         return Refusal(f"line {line} holds no statement of its own (blank, comment or `else:` line)")
     parent = parents[-1] if parents else None
-    if (
-        isinstance(node, ast.If)
-        and isinstance(parent, ast.If)
-        and parent.orelse == [node]
-        and line_body(lines[node.lineno - 1]).lstrip().startswith("elif")
-    ):
+    if isinstance(node, ast.If) and isinstance(parent, ast.If) and parent.orelse == [node] and line_body(lines[node.lineno - 1]).lstrip().startswith("elif"):
         return Refusal(
             "the condition is an `elif` test: a check placed above the whole `if` would also run "
             "(and fail) when an earlier branch is taken; turn the `elif` into `else:` + `if` first"
@@ -103,9 +98,7 @@ def _normalise_condition(condition: str) -> str | Refusal:
     return text if "\n" not in text and "\r" not in text else ast.unparse(expr)
 
 
-def _check_text(
-    text: str, tree: ast.Module, node: ast.stmt, condition: str, extra_lines: list[str] | None = None
-) -> tuple[str, str]:
+def _check_text(text: str, tree: ast.Module, node: ast.stmt, condition: str, extra_lines: list[str] | None = None) -> tuple[str, str]:
     """New text with the check (and ``import torch`` when missing) inserted above ``node``."""
     lines = split_lines(text)
     start = stmt_start_line(node)
@@ -121,16 +114,12 @@ def _check_text(
     return new, binding or "torch"
 
 
-def insert_check(
-    text: str, file: str, line: int, condition: str, *, preferred: bool = True, title: str | None = None
-) -> Fix | Refusal:
+def insert_check(text: str, file: str, line: int, condition: str, *, preferred: bool = True, title: str | None = None) -> Fix | Refusal:
     """A fix inserting ``torch._check(condition)`` above the statement holding ``line``."""
     return insert_checks(text, file, line, [condition], preferred=preferred, title=title)
 
 
-def insert_checks(
-    text: str, file: str, line: int, conditions: list[str], *, preferred: bool = True, title: str | None = None
-) -> Fix | Refusal:
+def insert_checks(text: str, file: str, line: int, conditions: list[str], *, preferred: bool = True, title: str | None = None) -> Fix | Refusal:
     """A fix inserting one ``torch._check(c)`` per condition above the statement holding ``line``.
 
     A condition on a name the statement itself binds with ``:=`` cannot be checked above it (the
@@ -179,14 +168,16 @@ def _evaluated_first(test: ast.expr) -> ast.expr:
             return test
 
 
-def _bind_walrus_first(text: str, file: str, tree: ast.Module, node: ast.stmt, walrus: list[ast.NamedExpr],
-                       conds: list[str], preferred: bool, title: str | None) -> Fix | Refusal:
+def _bind_walrus_first(
+    text: str, file: str, tree: ast.Module, node: ast.stmt, walrus: list[ast.NamedExpr], conds: list[str], preferred: bool, title: str | None
+) -> Fix | Refusal:
     """``if (n := x.item()) > 2:`` → ``n = x.item()`` / ``torch._check(n > 2)`` / ``if n > 2:``."""
     name = walrus[0].target.id
     test = getattr(node, "test", None)
     refusal = Refusal(
         f"the condition uses `{name}`, which this statement binds with `:=`: a check above it would run "
-        f"before `{name}` exists; assign `{name}` on its own line first")
+        f"before `{name}` exists; assign `{name}` on its own line first"
+    )
     if len(walrus) != 1 or not isinstance(node, (ast.If, ast.Assert)) or test is None or _evaluated_first(test) is not walrus[0]:
         return refusal
     w = walrus[0]
@@ -220,8 +211,7 @@ def _bind_walrus_first(text: str, file: str, tree: ast.Module, node: ast.stmt, w
     new, _ = _check_text(rebound, retree, renode[0], conds[-1], checks)
     shown = " and ".join(f"`{binding}._check({c})`" for c in conds)
     bind = f"Bind `{name} = {value}` on its own line"
-    return make_fix(file, text, new, f"{bind}, then {title[0].lower() + title[1:]}" if title else f"{bind} and add {shown}",
-                    preferred)
+    return make_fix(file, text, new, f"{bind}, then {title[0].lower() + title[1:]}" if title else f"{bind} and add {shown}", preferred)
 
 
 def branch_condition(text: str, line: int) -> str | None:
@@ -255,7 +245,7 @@ def chained_conditions(text: str, line: int, condition: str) -> list[str]:
     parts = [ast.unparse(v) for v in test.values]
     if wanted not in parts:
         return [condition]
-    rest = test.values[parts.index(wanted):]
+    rest = test.values[parts.index(wanted) :]
     if not all(isinstance(v, ast.Compare) for v in rest):
         return [condition]
     lines = split_lines(text)
@@ -293,9 +283,7 @@ def guard_check_fixes(text: str, file: str, line: int, outcome: bool) -> list[Fi
     return fixes
 
 
-def insert_item_check(
-    text: str, file: str, line: int, tensor_expr: str, *, preferred: bool = False
-) -> Fix | Refusal:
+def insert_item_check(text: str, file: str, line: int, tensor_expr: str, *, preferred: bool = False) -> Fix | Refusal:
     """For ``if <tensor expr> <op> …:`` bind the tensor's value with ``.item()`` above the ``if``,
     check it, and test the bound number: ``s = x.sum().item(); torch._check(s > 0); if s > 0:``.
 

@@ -42,15 +42,20 @@ def dynamo_config_fix(text: str, file: str, setting: str, title: str, *, preferr
 
 
 def capture_scalar_outputs_fix(text: str, file: str) -> Fix | Refusal:
-    return dynamo_config_fix(text, file, "capture_scalar_outputs = True",
-                             "Set `torch._dynamo.config.capture_scalar_outputs = True` (capture .item() in the graph)")
+    return dynamo_config_fix(
+        text, file, "capture_scalar_outputs = True", "Set `torch._dynamo.config.capture_scalar_outputs = True` (capture .item() in the graph)"
+    )
 
 
 def reorderable_logging_fix(text: str, file: str, function: str) -> Fix | Refusal:
     if not function.isidentifier():
         return Refusal(f"`{function}` is not a plain function name")
-    return dynamo_config_fix(text, file, f"reorderable_logging_functions.add({function})",
-                             f"Register `{function}` in `torch._dynamo.config.reorderable_logging_functions` (no graph break)")
+    return dynamo_config_fix(
+        text,
+        file,
+        f"reorderable_logging_functions.add({function})",
+        f"Register `{function}` in `torch._dynamo.config.reorderable_logging_functions` (no graph break)",
+    )
 
 
 def compiler_disable_fix(text: str, file: str, line: int, *, preferred: bool = False) -> Fix | Refusal:
@@ -58,8 +63,7 @@ def compiler_disable_fix(text: str, file: str, line: int, *, preferred: bool = F
     tree = parse_or_refuse(text)
     if isinstance(tree, Refusal):
         return tree
-    holders = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-               and stmt_start_line(n) <= line <= (n.end_lineno or n.lineno)]
+    holders = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt_start_line(n) <= line <= (n.end_lineno or n.lineno)]
     if not holders:
         return Refusal(f"line {line} is not inside a function")
     fn = max(holders, key=lambda n: n.lineno)

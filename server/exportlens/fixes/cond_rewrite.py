@@ -158,8 +158,7 @@ def _returns(stmts: list[ast.stmt]) -> list[ast.Return]:
 
 def _names(stmts: Iterable[ast.AST], ctx: type[ast.expr_context]) -> list[str]:
     """Names stored (`ast.Store`) or read (`ast.Load`) in the statements, once each, in source order."""
-    found = sorted((n for n in _nodes(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)),
-                   key=lambda n: (n.lineno, n.col_offset))
+    found = sorted((n for n in _nodes(stmts) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)), key=lambda n: (n.lineno, n.col_offset))
     return list(dict.fromkeys(n.id for n in found))
 
 
@@ -368,9 +367,7 @@ def _operands(site: _Site, shape: _Shape, tensor_names: Iterable[str] | None) ->
     passthrough: dict[int, list[str]] = {0: [], 1: []}
     if shape.kind == "assign":
         after_loads = {
-            n.id
-            for n in _nodes(func.body)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.lineno > (node.end_lineno or node.lineno)
+            n.id for n in _nodes(func.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.lineno > (node.end_lineno or node.lineno)
         }
         assigned = [_stores(node.body), _stores(node.orelse)]
         for name in assigned[0] + [n for n in assigned[1] if n not in assigned[0]]:
@@ -528,9 +525,7 @@ def _emit(text: str, site: _Site, shape: _Shape, ops: _Operands, work: list[str]
     return new_text
 
 
-def rewrite_if_as_cond(
-    text: str, file: str, line: int, tensor_names: Iterable[str] | None = None, *, preferred: bool = True
-) -> Fix | Refusal:
+def rewrite_if_as_cond(text: str, file: str, line: int, tensor_names: Iterable[str] | None = None, *, preferred: bool = True) -> Fix | Refusal:
     """Rewrite the ``if`` whose header holds ``line`` (1-based) as ``torch.cond``.
 
     ``tensor_names``: names known to hold tensors (e.g. from draft_export's frame locals); the

@@ -22,12 +22,7 @@ def _is_dim_call(node: ast.AST, name: str) -> bool:
         return False
     f = node.func
     fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-    return (
-        fname == "Dim"
-        and bool(node.args)
-        and isinstance(node.args[0], ast.Constant)
-        and node.args[0].value == name
-    )
+    return fname == "Dim" and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == name
 
 
 def _scope_statements(scope: ast.AST) -> list[ast.stmt]:
@@ -57,9 +52,7 @@ def _dim_prefix(tree: ast.Module) -> str:
     return f"{torch_binding(tree) or 'torch'}.export.Dim"
 
 
-def dynamic_shapes_fixes(
-    text: str, file: str, call_line: int, dim: str, value: Any = None
-) -> list[Fix] | Refusal:
+def dynamic_shapes_fixes(text: str, file: str, call_line: int, dim: str, value: Any = None) -> list[Fix] | Refusal:
     """Fixes for "you marked ``dim`` dynamic but the code specialised it" on the export call
     at ``call_line`` (1-based): ``Dim.STATIC`` (preferred, as torch suggests) and ``Dim.AUTO``."""
     tree = parse_or_refuse(text)
@@ -83,8 +76,7 @@ def dynamic_shapes_fixes(
     else:  # the ExportDB convention: a module-level `dynamic_shapes = {...}` beside `model`
         spec = ast.Name(id="dynamic_shapes", ctx=ast.Load())
         before = len(lines) + 1
-        if not any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "dynamic_shapes" for t in s.targets)
-                   for s in tree.body):
+        if not any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "dynamic_shapes" for t in s.targets) for s in tree.body):
             return Refusal(f"no call with `dynamic_shapes=` at line {call_line} and no module-level `dynamic_shapes`")
     stmts = _scope_statements(scope)
     if isinstance(spec, ast.Name):
@@ -129,14 +121,8 @@ def dynamic_shapes_fixes(
 
     fixes: list[Fix] = []
     shown = f" = {value}" if value is not None else ""
-    static = (
-        f"Mark `{dim}` static with Dim.STATIC, as torch suggests ({dim}{shown}): "
-        f"the model will not be dynamic in `{dim}`"
-    )
-    auto = (
-        f"Switch `{dim}` to Dim.AUTO: export no longer fails, but keeps `{dim}` dynamic only where "
-        f"the code allows (this code specialises it: {dim}{shown})"
-    )
+    static = f"Mark `{dim}` static with Dim.STATIC, as torch suggests ({dim}{shown}): the model will not be dynamic in `{dim}`"
+    auto = f"Switch `{dim}` to Dim.AUTO: export no longer fails, but keeps `{dim}` dynamic only where the code allows (this code specialises it: {dim}{shown})"
     variants = (("STATIC", True, static), ("AUTO", False, auto))
     for attr, pref, title in variants:
         spans = []

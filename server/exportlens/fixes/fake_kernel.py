@@ -153,8 +153,9 @@ def _positional_names(params: list[str]) -> list[str]:
     return out
 
 
-def _output_expr(o: TensorMeta, args: list[tuple[str, TensorMeta | None]], tb: str, ctx: str,
-                 size: list[int | None] | None = None, arg_sizes: list[Any] | None = None) -> tuple[str, bool]:
+def _output_expr(
+    o: TensorMeta, args: list[tuple[str, TensorMeta | None]], tb: str, ctx: str, size: list[int | None] | None = None, arg_sizes: list[Any] | None = None
+) -> tuple[str, bool]:
     """Source for one output tensor; says whether it needs the fake context.
 
     With the sizes draft export observed (`size`, `arg_sizes`), a dimension equal to the same
@@ -188,8 +189,7 @@ def _body(profile: dict[str, Any], names: list[str], tb: str, ctx: str) -> tuple
     sizes = profile.get("sizes") or {}
     arg_sizes, out_sizes = sizes.get("args"), sizes.get("out") or []
     if isinstance(out, list):
-        parts = [_output_expr(o, args, tb, ctx, out_sizes[i] if i < len(out_sizes) else None, arg_sizes)
-                 for i, o in enumerate(out)]
+        parts = [_output_expr(o, args, tb, ctx, out_sizes[i] if i < len(out_sizes) else None, arg_sizes) for i, o in enumerate(out)]
         expr = "(" + ", ".join(p[0] for p in parts) + ("," if len(parts) == 1 else "") + ")"
         return f"return {expr}", any(p[1] for p in parts)
     if out is None:
@@ -268,9 +268,7 @@ def register_fake_fix(
         params = _def_params(node)
         decorator = f"@{func}.register_fake"
     else:
-        strings = [
-            n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-        ]
+        strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
         schema = next((s for s in strings if "->" in s), None)
         if schema is None:
             return Refusal("could not read the op schema from its torch.library.define call")
@@ -279,9 +277,7 @@ def register_fake_fix(
             return Refusal(f"could not read the parameters of schema `{schema}`")
         params = parsed
         decorator = None
-    if re.search(rf"register_fake\(\s*[\"']{re.escape(qual)}[\"']", text) or re.search(
-        rf"impl_abstract\(\s*[\"']{re.escape(qual)}[\"']", text
-    ):
+    if re.search(rf"register_fake\(\s*[\"']{re.escape(qual)}[\"']", text) or re.search(rf"impl_abstract\(\s*[\"']{re.escape(qual)}[\"']", text):
         return Refusal(f"`{qual}` already has a fake kernel; it is mismatched, not missing")
     binding = torch_binding(tree)
     tb = binding or "torch"
@@ -338,8 +334,7 @@ def library_op_params(lib_text: str, definition: dict[str, Any]) -> list[str] | 
         return Refusal(f"no op definition at line {definition.get('line')} of the library")
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return _def_params(node)
-    schema = next((n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                   and "->" in n.value), None)
+    schema = next((n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str) and "->" in n.value), None)
     parsed = _schema_params(schema) if schema else None
     return parsed if parsed is not None else Refusal("could not read the op's parameters from the library")
 

@@ -102,13 +102,7 @@ def mismatch_fix(
         dt = _dtype(real_out["dtype"])
         if dt not in dtype_m.groups():
             return Refusal(f"the profile's dtype {dt} is not one of the two torch compared")
-        assigns = {
-            t.id: n.value
-            for n in ast.walk(fn)
-            if isinstance(n, ast.Assign)
-            for t in n.targets
-            if isinstance(t, ast.Name)
-        }
+        assigns = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
         for r in returns:
             v = r.value
             assert v is not None

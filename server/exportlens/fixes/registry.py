@@ -48,8 +48,11 @@ def refusals_for(d: Diagnostic, read: Reader = read_disk) -> tuple[list[Fix], li
 
 
 def _tensor_names(data: dict[str, Any]) -> list[str] | None:
-    names = [n for n, vals in (data.get("locals") or {}).items()
-             if any(isinstance(v, str) and v.startswith("Tensor(") for v in (vals if isinstance(vals, list) else [vals]))]
+    names = [
+        n
+        for n, vals in (data.get("locals") or {}).items()
+        if any(isinstance(v, str) and v.startswith("Tensor(") for v in (vals if isinstance(vals, list) else [vals]))
+    ]
     return names or None
 
 
@@ -68,8 +71,9 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
         pin = data.get("pin")
         if not pin:
             return []
-        return _ok(gen.insert_check(text, d.file, line, pin, preferred=True,
-                                    title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)"))
+        return _ok(
+            gen.insert_check(text, d.file, line, pin, preferred=True, title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)")
+        )
     expr = data.get("source_expr")
     if not expr or data.get("result") not in ("True", "False"):
         return []
@@ -77,18 +81,16 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     other = gen.negate(taken)
     if data.get("pin"):  # a condition torch asked inside a call (split on torch ≤ 2.12): only pinning passes
         pin = str(data["pin"])
-        out = _ok(gen.insert_check(text, d.file, line, pin, preferred=True,
-                                   title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)"))
-        return out + _ok(gen.insert_check(text, d.file, line, taken, preferred=False,
-                                          title=f"Add `torch._check({taken})` (settles only this first question)"))
+        out = _ok(
+            gen.insert_check(text, d.file, line, pin, preferred=True, title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)")
+        )
+        return out + _ok(gen.insert_check(text, d.file, line, taken, preferred=False, title=f"Add `torch._check({taken})` (settles only this first question)"))
     # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
     # occurrence); the `if` is only decided once every part is checked
     chain = gen.chained_conditions(text, line, expr) if is_if and data["result"] == "True" else [taken]
     shown = " and ".join(f"`torch._check({c})`" for c in chain)
-    out = _ok(gen.insert_checks(text, d.file, line, chain, preferred=True,
-                                title=f"Add {shown} (assume the branch the example took)"))
-    out += _ok(gen.insert_check(text, d.file, line, other, preferred=False,
-                                title=f"Add `torch._check({other})` (assume the other branch)"))
+    out = _ok(gen.insert_checks(text, d.file, line, chain, preferred=True, title=f"Add {shown} (assume the branch the example took)"))
+    out += _ok(gen.insert_check(text, d.file, line, other, preferred=False, title=f"Add `torch._check({other})` (assume the other branch)"))
     if is_if:
         out += [Fix(f.title, f.edits, False) for f in _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))]
     return out
@@ -223,7 +225,7 @@ def _fixes_for(d: Diagnostic, read: Reader) -> list[Fix]:
 
 
 def ignore_fix(d: Diagnostic, read: Reader = read_disk) -> Fix | None:
-    """"Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
+    """ "Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
     if d.code in suppress.NOT_SUPPRESSIBLE or not d.file.endswith((".py", ".pyw")):
         return None
     text = read(d.file)
@@ -296,8 +298,9 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
         preferred = [f for f in found if f.is_preferred]
         if not preferred:
             if d.severity in (ERROR, WARNING):  # a problem left as it was is said, with the reason
-                why = "; ".join(refused) or ("the only fixes are alternatives to choose in the editor" if found
-                                             else f"ExportLens has no automatic fix for [{d.code}]")
+                why = "; ".join(refused) or (
+                    "the only fixes are alternatives to choose in the editor" if found else f"ExportLens has no automatic fix for [{d.code}]"
+                )
                 out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: [{d.code}] {why}")
             continue
         fix = preferred[0]
@@ -307,8 +310,7 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
         seen.add(key)
         taken = [e for f in chosen for e in f.edits]
         if any(_conflicts(e, t) for e in fix.edits for t in taken):
-            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {fix.title}: touches the lines of another fix; "
-                               f"run again after this one")
+            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {fix.title}: touches the lines of another fix; run again after this one")
             continue
         chosen.append(fix)
     by_file: dict[str, list[TextEdit]] = {}

@@ -165,8 +165,10 @@ class Actions:
         want = params.range
         for diag, sha, _owner in self.ls.runs.diagnostics_in(path):
             r = diag.range
-            if (r.start.line, r.start.character) <= (want.end.line, want.end.character) and \
-               (want.start.line, want.start.character) <= (r.end.line, r.end.character):
+            if (r.start.line, r.start.character) <= (want.end.line, want.end.character) and (want.start.line, want.start.character) <= (
+                r.end.line,
+                r.end.character,
+            ):
                 found.append((diag, sha))
         return found
 
@@ -192,17 +194,27 @@ class Actions:
             lsp_diag = self._lsp_diag(diag, params)
             if sha is not None and sha != current_sha:
                 if self.disabled_supported():
-                    out.append(types.CodeAction(title="ExportLens: fix unavailable until the file is run again",
-                                                kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                                disabled=types.CodeActionDisabled(reason=STALE)))
+                    out.append(
+                        types.CodeAction(
+                            title="ExportLens: fix unavailable until the file is run again",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[lsp_diag],
+                            disabled=types.CodeActionDisabled(reason=STALE),
+                        )
+                    )
                 continue
             fixes = await self.fixes(diag, fixes_for)
             for index, fix in enumerate(fixes):
-                action = types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                          is_preferred=fix.is_preferred or None)
+                action = types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag], is_preferred=fix.is_preferred or None)
                 if lazy:
-                    action.data = {"uri": uri, "version": version, "sha": current_sha, "index": index, "title": fix.title,
-                                   "diagnostic": diag.to_json(with_data=True)}
+                    action.data = {
+                        "uri": uri,
+                        "version": version,
+                        "sha": current_sha,
+                        "index": index,
+                        "title": fix.title,
+                        "diagnostic": diag.to_json(with_data=True),
+                    }
                 else:
                     action.edit = self.workspace_edit(fix)
                 out.append(action)
@@ -243,9 +255,7 @@ class Actions:
         for file, edits in by_file.items():
             _, version = self.ls.runs.current_text(file)
             uri = self.ls.open_docs.get(file) or uri_of(file)
-            changes.append(types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                edits=list(edits)))
+            changes.append(types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=list(edits)))
         return types.WorkspaceEdit(document_changes=changes)
 
     def _lsp_diag(self, diag: Diagnostic, params: types.CodeActionParams) -> types.Diagnostic:

@@ -35,8 +35,9 @@ def text_hash(text: str) -> str:
 
 
 def lsp_range(rng: Range) -> types.Range:
-    return types.Range(start=types.Position(line=rng.start.line, character=rng.start.character),
-                       end=types.Position(line=rng.end.line, character=rng.end.character))
+    return types.Range(
+        start=types.Position(line=rng.start.line, character=rng.start.character), end=types.Position(line=rng.end.line, character=rng.end.character)
+    )
 
 
 def model_range(rng: types.Range) -> Range:
@@ -57,8 +58,7 @@ def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str) -> types.Diagn
     """An LSP diagnostic; `data` holds what code actions and hover need to rebuild the finding."""
     url = doc_url(diag.code, diag.data)
     related = [
-        types.DiagnosticRelatedInformation(location=types.Location(uri=uri_of(r.file), range=lsp_range(r.range)), message=r.message)
-        for r in diag.related
+        types.DiagnosticRelatedInformation(location=types.Location(uri=uri_of(r.file), range=lsp_range(r.range)), message=r.message) for r in diag.related
     ]
     data: dict[str, Any] = {"diagnostic": diag.to_json(with_data=True), "sha": text_sha, "owner": owner}
     return types.Diagnostic(

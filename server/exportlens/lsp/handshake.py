@@ -97,8 +97,13 @@ def answer_initialize(raw: bytes, out: IO[bytes]) -> tuple[Any, dict[str, Any]] 
         body = json.loads(raw.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in raw else raw.split(b"\n\n", 1)[1])
     except (ValueError, IndexError):
         return None
-    if not isinstance(body, dict) or body.get("method") != "initialize" or body.get("jsonrpc") != "2.0" \
-            or not isinstance(body.get("id"), (int, str)) or not isinstance(body.get("params"), dict):
+    if (
+        not isinstance(body, dict)
+        or body.get("method") != "initialize"
+        or body.get("jsonrpc") != "2.0"
+        or not isinstance(body.get("id"), (int, str))
+        or not isinstance(body.get("params"), dict)
+    ):
         return None
     result = capabilities(body["params"].get("capabilities") or {})
     data = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()

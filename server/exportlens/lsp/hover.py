@@ -49,7 +49,7 @@ def assignment_of(text: str | None, name: str, before_line: int) -> tuple[int, s
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
             if name in names and (best is None or node.lineno > best[0]):
-                stmt = "\n".join(lines[node.lineno - 1:(node.end_lineno or node.lineno)]).strip()
+                stmt = "\n".join(lines[node.lineno - 1 : (node.end_lineno or node.lineno)]).strip()
                 best = (node.lineno, stmt)
     return best
 
@@ -111,8 +111,13 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
             out.append(f"- to search the library's issues: `{d['upstream_search']}`")
     if d.get("draft_export_error"):
         err = d["draft_export_error"]
-        out += ["", f"**Draft export's own error** ({d.get('crash_family', '')})", "```",
-                f"{err.get('type')}: {str(err.get('message', '')).strip()[:1500]}", "```"]
+        out += [
+            "",
+            f"**Draft export's own error** ({d.get('crash_family', '')})",
+            "```",
+            f"{err.get('type')}: {str(err.get('message', '')).strip()[:1500]}",
+            "```",
+        ]
         if d.get("repro"):
             out += ["Reproduce it:", "```", str(d["repro"]), "```"]
     if d.get("graph_diff"):
@@ -122,6 +127,9 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
         out += ["", f"[PyTorch documentation]({url})"]
     trace = d.get("trace_file")
     if isinstance(trace, str) and trace:
-        out += ["", f"[Open the full trace]({Path(trace).as_uri()}) (torch's structured trace of this run: "
-                    f"`tlparse {trace} --export` renders it; attach it to a PyTorch bug report)"]
+        out += [
+            "",
+            f"[Open the full trace]({Path(trace).as_uri()}) (torch's structured trace of this run: "
+            f"`tlparse {trace} --export` renders it; attach it to a PyTorch bug report)",
+        ]
     return "\n".join(out)

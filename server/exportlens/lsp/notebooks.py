@@ -107,8 +107,7 @@ class Notebooks:
             self.ls.log(f"run of {path} failed: {type(exc).__name__}: {exc}", types.MessageType.Error)
             progress.end(f"failed: {exc}")
             return None
-        res = NotebookResult(path, [c.kind for c in cells], result.diagnostics, result.targets,
-                             {c.index: c.source for c in cells})
+        res = NotebookResult(path, [c.kind for c in cells], result.diagnostics, result.targets, {c.index: c.source for c in cells})
         old = self.results.get(uri)
         if old is not None:
             res.published = old.published
@@ -129,12 +128,10 @@ class Notebooks:
             if d.cell is None or d.cell not in uris:
                 continue  # a helper module's finding: the .py file's own publishing shows it
             text = res.texts.get(d.cell)
-            by_cell.setdefault(uris[d.cell], []).append(
-                to_lsp(d, text_sha=text_hash(text) if text is not None else None, owner=res.path))
+            by_cell.setdefault(uris[d.cell], []).append(to_lsp(d, text_sha=text_hash(text) if text is not None else None, owner=res.path))
         for cell_uri in sorted(set(by_cell) | res.published):
             _, version = self.cell_text(cell_uri)
-            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=cell_uri, diagnostics=by_cell.get(cell_uri, []), version=version))
+            self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=by_cell.get(cell_uri, []), version=version))
         res.published = set(by_cell)
 
     # -- features -------------------------------------------------------------------------------
@@ -157,28 +154,43 @@ class Notebooks:
         out: list[types.CodeAction] = []
         for d in res.diagnostics:
             r = d.range
-            if d.cell != index or (r.end.line, r.end.character) < (want.start.line, want.start.character) \
-                    or (want.end.line, want.end.character) < (r.start.line, r.start.character):
+            if (
+                d.cell != index
+                or (r.end.line, r.end.character) < (want.start.line, want.start.character)
+                or (want.end.line, want.end.character) < (r.start.line, r.start.character)
+            ):
                 continue
             lsp_diag = to_lsp(d, text_sha=None, owner=res.path)
             if text is None or text != res.texts.get(index):
-                out.append(types.CodeAction(title="ExportLens: fix unavailable until the notebook is run again",
-                                            kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                            disabled=types.CodeActionDisabled(reason=STALE)))
+                out.append(
+                    types.CodeAction(
+                        title="ExportLens: fix unavailable until the notebook is run again",
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[lsp_diag],
+                        disabled=types.CodeActionDisabled(reason=STALE),
+                    )
+                )
                 continue
             fixes = [f for f in d.fixes if all(e.cell == index for e in f.edits)]
             ignore = suppress.ignore_fix(text, res.path, d.range.start.line, d.code) if d.code not in suppress.NOT_SUPPRESSIBLE else None
             for fix in fixes + ([ignore] if ignore is not None else []):
-                out.append(types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag],
-                                            is_preferred=fix.is_preferred or None,
-                                            edit=self._edit(fix, params.text_document.uri, version)))
+                out.append(
+                    types.CodeAction(
+                        title=fix.title,
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[lsp_diag],
+                        is_preferred=fix.is_preferred or None,
+                        edit=self._edit(fix, params.text_document.uri, version),
+                    )
+                )
         return out
 
     @staticmethod
     def _edit(fix: Fix, cell_uri: str, version: int | None) -> types.WorkspaceEdit:
         edits = [types.TextEdit(range=lsp_range(e.range), new_text=e.new_text) for e in fix.edits]
-        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
-            text_document=types.OptionalVersionedTextDocumentIdentifier(uri=cell_uri, version=version), edits=edits)])
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=cell_uri, version=version), edits=edits)]
+        )
 
     def code_lenses(self, cell_uri: str, run_command: str) -> list[types.CodeLens] | None:
         """Lenses for a notebook cell (None: not a notebook cell): "Run draft export" on each target's cell."""
@@ -200,8 +212,7 @@ class Notebooks:
             if where is None or uris.get(where[0]) != cell_uri:
                 continue
             rng = types.Range(start=types.Position(line=where[1], character=0), end=types.Position(line=where[1], character=0))
-            lenses.append(types.CodeLens(range=rng, command=types.Command(
-                title="▶ Run draft export", command=run_command, arguments=[doc.uri])))
+            lenses.append(types.CodeLens(range=rng, command=types.Command(title="▶ Run draft export", command=run_command, arguments=[doc.uri])))
             if res is not None:
                 n = sum(1 for d in res.diagnostics if d.severity in (ERROR, WARNING))
                 lenses.append(types.CodeLens(range=rng, command=types.Command(title=f"{problems_text(n)} in this notebook", command="")))

@@ -65,8 +65,7 @@ class RunProgress:
             future.add_done_callback(lambda f: loop.call_soon_threadsafe(cancel) if f.cancelled() else None)
         names = self.names
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="ExportLens", message=f"draft export: {shown}", cancellable=True, percentage=0))
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="ExportLens", message=f"draft export: {shown}", cancellable=True, percentage=0))
         self.ready = True
         for report in self.held:
             ls.work_done_progress.report(token, report)
@@ -79,8 +78,7 @@ class RunProgress:
         if self.ls is None or self.end_message is not None:
             return
         pct = min(100, int(100 * self.done / self.total))
-        report = types.WorkDoneProgressReport(message=f"{tr.name}: {tr.status} ({self.done}/{self.total})",
-                                              percentage=pct, cancellable=True)
+        report = types.WorkDoneProgressReport(message=f"{tr.name}: {tr.status} ({self.done}/{self.total})", percentage=pct, cancellable=True)
         self._report(report)
 
     def phase(self, phase: str, target: str) -> None:

@@ -46,8 +46,7 @@ class OwnerResult:
         return {d.file for d in self.diagnostics}
 
     def problems(self, target: str | None = None) -> int:
-        return sum(1 for d in self.diagnostics if d.severity in (ERROR, WARNING)
-                   and (target is None or target in d.target.split(", ")))
+        return sum(1 for d in self.diagnostics if d.severity in (ERROR, WARNING) and (target is None or target in d.target.split(", ")))
 
 
 @dataclass
@@ -59,8 +58,7 @@ class RunSummary:
     superseded: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"files": self.files, "problems": self.problems, "targets": self.targets,
-                "cancelled": self.cancelled, "superseded": self.superseded}
+        return {"files": self.files, "problems": self.problems, "targets": self.targets, "cancelled": self.cancelled, "superseded": self.superseded}
 
 
 TRACE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "exportlens", "traces")
@@ -114,8 +112,7 @@ class Runs:
             old, self._engine = self._engine, None
             self._closing.append(asyncio.ensure_future(old.close()))
         if self._engine is None:
-            self._engine = Engine(EngineSettings(python=python, timeout_knob="the setting exportlens.timeoutSeconds"),
-                                  log=self.ls.log_worker)
+            self._engine = Engine(EngineSettings(python=python, timeout_knob="the setting exportlens.timeoutSeconds"), log=self.ls.log_worker)
             self._engine_python = python
         # a client setting left at its default does not override pyproject.toml
         default = Settings()
@@ -243,8 +240,7 @@ class Runs:
             names = self.target_names(path) or [os.path.basename(path)]
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
-            result = await engine.check_file(path, text=text, explicit=explicit, on_target=progress.target,
-                                             on_phase=progress.phase)
+            result = await engine.check_file(path, text=text, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
@@ -340,8 +336,7 @@ class Runs:
         before = old.files() if old else set()
         seconds = sum(t.seconds for t in result.targets)
         # the texts the diagnostics were placed on (what the run analysed), never a later disk state
-        texts: dict[str, str | None] = {f: result.texts[f] if f in result.texts else _disk_text(f)
-                                        for f in {d.file for d in result.diagnostics} | {owner}}
+        texts: dict[str, str | None] = {f: result.texts[f] if f in result.texts else _disk_text(f) for f in {d.file for d in result.diagnostics} | {owner}}
         self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version)
         touched = sorted(before | self.results[owner].files())
         for f in touched:
@@ -415,8 +410,7 @@ class Runs:
                 if key in seen:
                     continue
                 seen.add(key)
-                moved = d if rng == d.range else Diagnostic(d.file, rng, d.severity, d.code, d.message, d.target,
-                                                            d.related, d.fixes, d.data)
+                moved = d if rng == d.range else Diagnostic(d.file, rng, d.severity, d.code, d.message, d.target, d.related, d.fixes, d.data)
                 out.append((moved, sha, owner))
         return out
 

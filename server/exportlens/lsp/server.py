@@ -34,11 +34,11 @@ RUN_COMMAND = "exportlens.runDraftExport"
 SAVE_PROFILES_COMMAND = "exportlens.saveOpProfiles"
 # LSP 3.17 notebook sync: Jupyter notebooks' Python cells; the client tells us when the notebook is saved
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
-    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")],
-                                                             notebook="jupyter-notebook")],
-    save=True)
-UNTRUSTED_MESSAGE = ("ExportLens is off in this workspace because it is not trusted: it would have to run the "
-                     "workspace's code to analyse it. Trust the workspace to turn it on.")
+    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook")], save=True
+)
+UNTRUSTED_MESSAGE = (
+    "ExportLens is off in this workspace because it is not trusted: it would have to run the workspace's code to analyse it. Trust the workspace to turn it on."
+)
 
 
 class _ClientLogHandler(logging.Handler):
@@ -54,8 +54,7 @@ class _ClientLogHandler(logging.Handler):
             return
         self._busy = True
         try:
-            self.ls.log(self.format(record).splitlines()[0][:2000],
-                        types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning)
+            self.ls.log(self.format(record).splitlines()[0][:2000], types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning)
         except Exception:
             pass
         finally:
@@ -139,8 +138,7 @@ class ExportLensServer(LanguageServer):
         if caps is None or caps.workspace is None or not caps.workspace.configuration:
             return
         try:
-            got = await asyncio.wait_for(self.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])), 5.0)
+            got = await asyncio.wait_for(self.workspace_configuration_async(types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])), 5.0)
         except Exception as exc:
             self.log(f"workspace/configuration failed: {exc}", types.MessageType.Warning)
             return
@@ -175,8 +173,7 @@ class ExportLensServer(LanguageServer):
         else:
             owners = self.runs.workspace_owners()
             if not owners:
-                self.window_show_message(types.ShowMessageParams(
-                    type=types.MessageType.Info, message="ExportLens found no export target in this workspace."))
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message="ExportLens found no export target in this workspace."))
                 return RunSummary([], 0, []).to_json() | {"ran": False}
             summary = await self.runs.run_paths(owners, explicit=False)
         return summary.to_json() | {"ran": True}
@@ -190,8 +187,7 @@ def _consume(task: asyncio.Task[Any]) -> None:
 def _arg_path(arg: Any) -> str | None:
     """A command argument naming a file: a URI string, a path, or a VS Code Uri object."""
     if isinstance(arg, dict):
-        arg = arg.get("uri") or arg.get("external") or (
-            arg.get("path") if arg.get("scheme") == "file" else None)
+        arg = arg.get("uri") or arg.get("external") or (arg.get("path") if arg.get("scheme") == "file" else None)
     if not isinstance(arg, str) or not arg:
         return None
     if arg.startswith("file:"):
@@ -298,8 +294,7 @@ def register_notebooks(server: ExportLensServer) -> None:
 def register_code_actions(server: ExportLensServer) -> None:
     """Quick fixes from the published results, resolved lazily."""
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
     async def code_action(ls: ExportLensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         if ls.notebooks.owner_of(params.text_document.uri) is not None:
             return ls.notebooks.code_actions(params)
@@ -330,8 +325,7 @@ def register_hover(server: ExportLensServer) -> None:
                 first = first or diag
         if first is None:
             return None
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
-                           range=lsp_range(first.range))
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)), range=lsp_range(first.range))
 
 
 def register_code_lens(server: ExportLensServer) -> None:
@@ -356,13 +350,11 @@ def register_code_lens(server: ExportLensServer) -> None:
         lenses = []
         for t in found.targets:
             rng = types.Range(start=types.Position(line=t.line - 1, character=0), end=types.Position(line=t.line - 1, character=0))
-            lenses.append(types.CodeLens(range=rng, command=types.Command(
-                title="▶ Run draft export", command=RUN_COMMAND, arguments=[uri])))
+            lenses.append(types.CodeLens(range=rng, command=types.Command(title="▶ Run draft export", command=RUN_COMMAND, arguments=[uri])))
             ran = next((r for r in res.targets if r.name == t.name), None) if res else None
             if res is not None and ran is not None:
                 n = res.problems(t.name)
-                lenses.append(types.CodeLens(range=rng, command=types.Command(
-                    title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
+                lenses.append(types.CodeLens(range=rng, command=types.Command(title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
         return lenses
 
 
@@ -383,6 +375,7 @@ def register_commands(server: ExportLensServer) -> None:
     @server.command(SAVE_PROFILES_COMMAND)
     async def save_op_profiles(ls: ExportLensServer, *args: Any) -> dict[str, Any]:
         """Run the file once more and write the custom-op profiles draft export saw (torch's YAML)."""
+
         def tell(message: str, kind: types.MessageType = types.MessageType.Info) -> None:
             ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
@@ -405,8 +398,7 @@ def register_commands(server: ExportLensServer) -> None:
 
 
 # One registration function per feature; each takes the server and adds its handlers.
-FEATURES = (register_lifecycle, register_documents, register_notebooks, register_code_actions, register_hover, register_code_lens,
-            register_commands)
+FEATURES = (register_lifecycle, register_documents, register_notebooks, register_code_actions, register_hover, register_code_lens, register_commands)
 
 
 def create_server() -> ExportLensServer:

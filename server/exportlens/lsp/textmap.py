@@ -64,7 +64,7 @@ def line_map(old: str, new: str) -> LineMap:
     while tail < len(a) - head and tail < len(b) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
     blocks = [(0, 0, head)] if head else []
-    matcher = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail], autojunk=False)
+    matcher = difflib.SequenceMatcher(None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False)
     blocks += [(m.a + head, m.b + head, m.size) for m in matcher.get_matching_blocks() if m.size]
     if tail:
         blocks.append((len(a) - tail, len(b) - tail, tail))

@@ -97,10 +97,7 @@ def graph_call_sites(ep: Any) -> dict[str, list[list[dict[str, Any]]]]:
         trace = node.meta.get("stack_trace")
         if not trace:
             continue
-        frames = [
-            {"file": m["file"], "line": int(m["line"]), "name": m["name"], "loc": None}
-            for m in _STACK_FILE.finditer(trace)
-        ]
+        frames = [{"file": m["file"], "line": int(m["line"]), "name": m["name"], "loc": None} for m in _STACK_FILE.finditer(trace)]
         if frames:
             sites.setdefault(str(node.target), []).append(frames)
     return sites
@@ -113,8 +110,7 @@ def _real_size(size: Any) -> int | None:
     try:
         node = size.node
         env = node.shape_env
-        mapping = {**(getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {}) or {}),
-                   **compat.unbacked_values(env)}
+        mapping = {**(getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {}) or {}), **compat.unbacked_values(env)}
         value = node.expr.xreplace(mapping)
         return int(value) if value.is_number else None
     except Exception:
@@ -189,8 +185,9 @@ def op_registration(op: str, defines: dict[str, dict[str, Any]]) -> dict[str, An
     return info
 
 
-def failure_json(kind: str, data: dict[str, Any], paths: dict[int, str], *, xfail: bool = False,
-                 live_stack: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def failure_json(
+    kind: str, data: dict[str, Any], paths: dict[int, str], *, xfail: bool = False, live_stack: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """One failure's own data as plain JSON (no graph yet: what is known when torch records it)."""
     item: dict[str, Any] = {"type": kind, "xfail": xfail}
     for key in ("expr", "result", "prefix", "op", "reason"):
@@ -213,8 +210,9 @@ def failure_json(kind: str, data: dict[str, Any], paths: dict[int, str], *, xfai
     return item
 
 
-def report_failures(ep: Any, defines: dict[str, dict[str, Any]],
-                    live_stack: Callable[[Any], list[dict[str, Any]] | None] | None = None) -> list[dict[str, Any]]:
+def report_failures(
+    ep: Any, defines: dict[str, dict[str, Any]], live_stack: Callable[[Any], list[dict[str, Any]] | None] | None = None
+) -> list[dict[str, Any]]:
     """All failures of a draft-export report, as plain JSON with resolved files.
 
     `live_stack(data)` gives the whole Python stack recorded when torch logged that failure.
@@ -229,8 +227,7 @@ def report_failures(ep: Any, defines: dict[str, dict[str, Any]],
     for failure in report.failures:
         data = failure.data
         kind = getattr(failure.failure_type, "name", str(failure.failure_type))
-        item = failure_json(kind, data, paths, xfail=bool(getattr(failure, "xfail", False)),
-                            live_stack=live_stack(data) if live_stack is not None else None)
+        item = failure_json(kind, data, paths, xfail=bool(getattr(failure, "xfail", False)), live_stack=live_stack(data) if live_stack is not None else None)
         if "op" in data:
             op = str(data["op"])
             if sites is None:

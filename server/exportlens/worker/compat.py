@@ -29,9 +29,11 @@ def draft_export(export_module: Any) -> Callable[..., Any] | None:
 
 def unsupported_message(version: str) -> str:
     """The one message for a torch without draft export (CLI and editor say the same)."""
-    return (f"ExportLens needs torch {MINIMUM_TORCH} or newer for export checks: the worker's torch {version} "
-            f"has no torch.export.draft_export. torch.compile and torch.jit.trace targets are still checked; "
-            f"upgrade torch (pip install 'torch>={MINIMUM_TORCH}') or pick another interpreter to check export targets.")
+    return (
+        f"ExportLens needs torch {MINIMUM_TORCH} or newer for export checks: the worker's torch {version} "
+        f"has no torch.export.draft_export. torch.compile and torch.jit.trace targets are still checked; "
+        f"upgrade torch (pip install 'torch>={MINIMUM_TORCH}') or pick another interpreter to check export targets."
+    )
 
 
 def accepts(fn: Any, name: str) -> bool:

@@ -14,8 +14,10 @@ from exportlens.worker.frames import outside, parse_traceback
 
 _KEEP_FAILURES = 3  # each recompile lists every older cache entry again; the newest say it all
 
-_BREAK_HEAD = re.compile(r"^Graph break (?P<dup>\(user stack suppressed due to duplicate graph break\) )?"
-                         r"in user code at (?P<file>.+):(?P<line>\d+)\s*$")
+_BREAK_HEAD = re.compile(
+    r"^Graph break (?P<dup>\(user stack suppressed due to duplicate graph break\) )?"
+    r"in user code at (?P<file>.+):(?P<line>\d+)\s*$"
+)
 GB_URL = re.compile(r"(?P<url>https?://\S+/(?P<gb>gb\d+)\.html)")
 _RECOMPILE_HEAD = re.compile(r"^Recompiling function (?P<name>\S+) in (?P<file>.+):(?P<line>\d+)\s*$")
 _FAILURE = re.compile(r"^\s*- (?P<id>\d+/\d+): (?P<text>.*)$")
@@ -35,7 +37,7 @@ def parse_graph_break(message: str) -> dict[str, Any] | None:
     tb_at = next((i for i, ln in enumerate(lines) if ln.strip() == "User code traceback:"), len(lines))
     reason_lines = lines[1:tb_at]
     if reason_lines and reason_lines[0].startswith("Graph Break Reason: "):
-        reason_lines[0] = reason_lines[0][len("Graph Break Reason: "):]
+        reason_lines[0] = reason_lines[0][len("Graph Break Reason: ") :]
     explain_at = next((i for i, ln in enumerate(reason_lines) if ln.strip().startswith("Explanation:")), None)
     if explain_at is not None:
         before = [ln.strip() for ln in reason_lines[:explain_at] if ln.strip()]
@@ -46,23 +48,23 @@ def parse_graph_break(message: str) -> dict[str, Any] | None:
     hints: list[str] = []
     context = ""
     section = ""
-    for ln in reason_lines[explain_at or 0:]:
+    for ln in reason_lines[explain_at or 0 :]:
         s = ln.strip()
         if s.startswith("Explanation:"):
             section = "explanation"
-            explanation.append(s[len("Explanation:"):].strip())
+            explanation.append(s[len("Explanation:") :].strip())
         elif s.startswith("Hint:"):
             section = "hint"
-            hints.append(s[len("Hint:"):].strip())
+            hints.append(s[len("Hint:") :].strip())
         elif s.startswith("Developer debug context:"):
             section = ""
-            context = s[len("Developer debug context:"):].strip()
+            context = s[len("Developer debug context:") :].strip()
         elif s.startswith("For more details"):
             section = ""
         elif section == "explanation" and s:
             explanation.append(s)
     url = GB_URL.search(message)
-    frames = [f for f in parse_traceback(lines[tb_at + 1:]) if outside(f["file"])]
+    frames = [f for f in parse_traceback(lines[tb_at + 1 :]) if outside(f["file"])]
     header = {"file": os.path.abspath(head["file"]), "line": int(head["line"])}
     return {
         "type": "graph-break",
@@ -95,8 +97,9 @@ def parse_recompile(message: str) -> dict[str, Any] | None:
             extra = []
             text = m["text"]
             guard, _, comment = text.partition("  # ")
-            failures.append({"compile_id": m["id"], "reason": text.rstrip(), "guard": guard.strip(),
-                             "code": comment.split("  # ")[0].strip() if comment else ""})
+            failures.append(
+                {"compile_id": m["id"], "reason": text.rstrip(), "guard": guard.strip(), "code": comment.split("  # ")[0].strip() if comment else ""}
+            )
         elif failures:
             extra.append(re.sub(r"^\s*-", "", ln))
     if failures:

@@ -53,13 +53,32 @@ class Target:
     def add(self, found: dict[str, Any], emit: Emit) -> None:
         """Keep a finding and stream it at once, so a job stopped later (timeout, crash) keeps it."""
         self.findings.append(found)
-        emit({"event": "finding", "name": self.name, "file": self.file, "line": self.line, "kind": "compile",
-              "definition": self.definition, "compile_options": self.options, "compile_findings": [found]})
+        emit(
+            {
+                "event": "finding",
+                "name": self.name,
+                "file": self.file,
+                "line": self.line,
+                "kind": "compile",
+                "definition": self.definition,
+                "compile_options": self.options,
+                "compile_findings": [found],
+            }
+        )
 
     def event(self) -> dict[str, Any]:
-        out = {"event": "target", "name": self.name, "file": self.file, "line": self.line, "kind": "compile",
-               "seconds": self.seconds, "calls": self.calls, "definition": self.definition,
-               "compile_options": self.options, "compile_findings": self.findings}
+        out = {
+            "event": "target",
+            "name": self.name,
+            "file": self.file,
+            "line": self.line,
+            "kind": "compile",
+            "seconds": self.seconds,
+            "calls": self.calls,
+            "definition": self.definition,
+            "compile_options": self.options,
+            "compile_findings": self.findings,
+        }
         if self.error is not None:
             out["compile_error"] = self.error
         return out
@@ -116,8 +135,12 @@ class Watch:
 
     def _compile(self, model: Any, site: tuple[str, int], kwargs: dict[str, Any]) -> Any:
         user_backend = kwargs.get("backend")
-        options = {"backend": _backend_name(user_backend), "dynamic": kwargs.get("dynamic"),
-                   "fullgraph": bool(kwargs.get("fullgraph", False)), "mode": kwargs.get("mode")}
+        options = {
+            "backend": _backend_name(user_backend),
+            "dynamic": kwargs.get("dynamic"),
+            "fullgraph": bool(kwargs.get("fullgraph", False)),
+            "mode": kwargs.get("mode"),
+        }
         if user_backend in (None, "inductor") and self.backend != "inductor":
             kwargs = {**kwargs, "backend": self.backend}
             kwargs.pop("mode", None)
@@ -179,8 +202,7 @@ class Watch:
             if found is None:
                 return
             target = self.current(found["at"])
-            if found["duplicate"] and any(f.get("type") == "graph-break" and f["at"] == found["at"]
-                                          and f["title"] == found["title"] for f in target.findings):
+            if found["duplicate"] and any(f.get("type") == "graph-break" and f["at"] == found["at"] and f["title"] == found["title"] for f in target.findings):
                 return
             target.add(found, self.emit)
         elif name == RECOMPILE_LOG:
@@ -206,15 +228,25 @@ class Watch:
         frames = parse_traceback(text.split("from user code:", 1)[1].splitlines()) if "from user code:" in text else []
         url = GB_URL.search(text)
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        hints = [ln.strip()[len("Hint:"):].strip() for ln in text.splitlines() if ln.strip().startswith("Hint:")]
-        explanation = [ln.strip()[len("Explanation:"):].strip() for ln in text.splitlines()
-                       if ln.strip().startswith("Explanation:")]
-        target.add({
-            "type": "graph-break", "title": getattr(exc, "gb_type", None) or first, "reason": text[:4000],
-            "explanation": "\n".join(explanation), "hints": hints, "debug_context": "",
-            "gb_id": url["gb"] if url else None, "url": url["url"] if url else None,
-            "at": frames[-1] if frames else None, "frames": frames, "duplicate": False, "fullgraph": True,
-        }, self.emit)
+        hints = [ln.strip()[len("Hint:") :].strip() for ln in text.splitlines() if ln.strip().startswith("Hint:")]
+        explanation = [ln.strip()[len("Explanation:") :].strip() for ln in text.splitlines() if ln.strip().startswith("Explanation:")]
+        target.add(
+            {
+                "type": "graph-break",
+                "title": getattr(exc, "gb_type", None) or first,
+                "reason": text[:4000],
+                "explanation": "\n".join(explanation),
+                "hints": hints,
+                "debug_context": "",
+                "gb_id": url["gb"] if url else None,
+                "url": url["url"] if url else None,
+                "at": frames[-1] if frames else None,
+                "frames": frames,
+                "duplicate": False,
+                "fullgraph": True,
+            },
+            self.emit,
+        )
         try:  # the finding says it all: job.py must not report the same break as a crash
             exc._exportlens_seen = True  # type: ignore[attr-defined]
             exc._exportlens_reported = True  # type: ignore[attr-defined]

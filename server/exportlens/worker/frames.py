@@ -30,8 +30,7 @@ _TB_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<n
 def outside(path: str) -> bool:
     """A frame the user might own: not torch, not ExportLens, not a frozen/generated module."""
     full = os.path.abspath(path) if not path.startswith("<") else path
-    return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(_OWN_DIR)
-                or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
+    return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(_OWN_DIR) or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
 
 
 def frame_json(frame: FrameType) -> dict[str, Any]:
@@ -87,8 +86,7 @@ def parse_traceback(lines: list[str]) -> list[dict[str, Any]]:
         if not m:
             i += 1
             continue
-        fr: dict[str, Any] = {"file": os.path.abspath(m["file"]) if not m["file"].startswith("<") else m["file"],
-                              "line": int(m["line"]), "name": m["name"]}
+        fr: dict[str, Any] = {"file": os.path.abspath(m["file"]) if not m["file"].startswith("<") else m["file"], "line": int(m["line"]), "name": m["name"]}
         if stacks.where(fr["file"]) == "stdlib":
             fr["where"] = "stdlib"
         i += 1

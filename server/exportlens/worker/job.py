@@ -138,21 +138,40 @@ class Recorder:
 
         torch.library.define = define_fn  # type: ignore[assignment]
 
-    def _record(self, mod: Any, args: Any, kwargs: Any = None, *, dynamic_shapes: Any = None,
-                strict: bool = False, preserve_module_call_signature: tuple[str, ...] = (),
-                prefer_deferred_runtime_asserts_over_guards: bool = False, **rest: Any) -> Any:
+    def _record(
+        self,
+        mod: Any,
+        args: Any,
+        kwargs: Any = None,
+        *,
+        dynamic_shapes: Any = None,
+        strict: bool = False,
+        preserve_module_call_signature: tuple[str, ...] = (),
+        prefer_deferred_runtime_asserts_over_guards: bool = False,
+        **rest: Any,
+    ) -> Any:
         if self._active:  # torch calling export internally
-            return self._export(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict,
-                                preserve_module_call_signature=preserve_module_call_signature, **rest)
+            return self._export(
+                mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict, preserve_module_call_signature=preserve_module_call_signature, **rest
+            )
         if self._draft is None:
             return self._unsupported_call(mod, args, kwargs, dynamic_shapes=dynamic_shapes, strict=strict, **rest)
         frame = sys._getframe(1)
         file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
         self.count += 1
         name = f"export at {os.path.basename(file)}:{line}"
-        return self.run(name, file, line, mod, args, kwargs, dynamic_shapes=dynamic_shapes,
-                        strict=strict, preserve_module_call_signature=preserve_module_call_signature,
-                        prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards)
+        return self.run(
+            name,
+            file,
+            line,
+            mod,
+            args,
+            kwargs,
+            dynamic_shapes=dynamic_shapes,
+            strict=strict,
+            preserve_module_call_signature=preserve_module_call_signature,
+            prefer_deferred_runtime_asserts_over_guards=prefer_deferred_runtime_asserts_over_guards,
+        )
 
     def _unsupported_call(self, mod: Any, args: Any, kwargs: Any, **options: Any) -> Any:
         """A script's export call on a torch without draft export: say so once per call, then export."""
@@ -167,16 +186,25 @@ class Recorder:
             raise
 
     def unsupported(self, name: str, file: str, line: int) -> None:
-        self.emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-                   "seconds": 0.0, "unsupported": "draft_export", "torch": str(torch.__version__)})
+        self.emit(
+            {
+                "event": "target",
+                "name": name,
+                "file": file,
+                "line": line,
+                "kind": "export",
+                "seconds": 0.0,
+                "unsupported": "draft_export",
+                "torch": str(torch.__version__),
+            }
+        )
 
     def _save_profiles(self, ep: Any, file: str, line: int) -> dict[str, Any]:
         stem = os.path.splitext(file)[0]
         suffix = "" if self.count <= 1 else f".{line}"
         return _save_profiles_to(ep, f"{stem}{suffix}.op_profiles.yaml")
 
-    def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None,
-            reraise: bool = True, **options: Any) -> Any:
+    def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None, reraise: bool = True, **options: Any) -> Any:
         """draft_export one target and emit its result; re-raise what export raised.
 
         Each failure is streamed (`finding` event) as torch records it, with the whole Python
@@ -213,9 +241,12 @@ class Recorder:
                 event["target_error"] = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
             elif symbol is not None:
                 mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
-                event["torch_bug"] = {"kind": "float-item-assert", "symbol": symbol,
-                                      "created": next((f for f in mine if not f.get("branch")), None),
-                                      "branch": next((f for f in mine if f.get("branch")), None)}
+                event["torch_bug"] = {
+                    "kind": "float-item-assert",
+                    "symbol": symbol,
+                    "created": next((f for f in mine if not f.get("branch")), None),
+                    "branch": next((f for f in mine if f.get("branch")), None),
+                }
             elif _raised_inside_torch(exc):  # not the user's own code: would plain export pass?
                 try:
                     plain_ep = self._export(mod, args, kwargs, **compat.export_options(self._export, options))
@@ -242,9 +273,17 @@ class Recorder:
         seconds = time.perf_counter() - started
         failures = capture.report_failures(ep, self.defines, watch.stack_of)
         saved = self._save_profiles(ep, file, line) if self.save_profiles else None
-        self.emit({"event": "target", **head, "seconds": seconds, "failures": failures, "values": dict(self.values),
-                   "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
-                   "op_profiles": saved})
+        self.emit(
+            {
+                "event": "target",
+                **head,
+                "seconds": seconds,
+                "failures": failures,
+                "values": dict(self.values),
+                "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
+                "op_profiles": saved,
+            }
+        )
         return ep
 
 
@@ -311,13 +350,31 @@ def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, An
     model = spec.get("model")
     args = spec.get("example_args", ())
     if not _is_module(model):
-        emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
-              "target_error": f"'model' must be a torch.nn.Module instance, got {type(model).__name__}"})
+        emit(
+            {
+                "event": "target",
+                "name": name,
+                "file": file,
+                "line": line,
+                "kind": "export",
+                "seconds": 0.0,
+                "target_error": f"'model' must be a torch.nn.Module instance, got {type(model).__name__}",
+            }
+        )
         return
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
-    rec.run(name, file, line, model, args, spec.get("example_kwargs"),
-            reraise=False, dynamic_shapes=spec.get("dynamic_shapes"), strict=bool(spec.get("strict", False)))
+    rec.run(
+        name,
+        file,
+        line,
+        model,
+        args,
+        spec.get("example_kwargs"),
+        reraise=False,
+        dynamic_shapes=spec.get("dynamic_shapes"),
+        strict=bool(spec.get("strict", False)),
+    )
 
 
 def run(request: dict[str, Any], emit: Emit) -> None:
@@ -339,8 +396,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     run_name = "__main__" if request.get("main") else "__exportlens_target__"
     started = time.perf_counter()
     # a script's own export calls happen while it runs; a module's targets come after its import
-    emit({"event": "phase", "phase": "running the script" if request.get("main") else "importing",
-          "target": os.path.basename(file)})
+    emit({"event": "phase", "phase": "running the script" if request.get("main") else "importing", "target": os.path.basename(file)})
     namespace: dict[str, Any] = {}
     try:
         try:
@@ -351,23 +407,49 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     except SystemExit as exc:
         if id(exc) not in rec.reported and rec.count == 0 and not request.get("compile") and not request.get("trace"):
             # sys.exit(0) too: the targets never ran, and a silent "0 problems" would say they were fine
-            emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
-                  "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
-                  "target_error": f"the script called sys.exit({exc.code!r}) before any export target ran"})
+            emit(
+                {
+                    "event": "target",
+                    "name": os.path.basename(file),
+                    "file": file,
+                    "line": 1,
+                    "kind": "export",
+                    "seconds": time.perf_counter() - started,
+                    "exception": capture.exception_info(exc),
+                    "target_error": f"the script called sys.exit({exc.code!r}) before any export target ran",
+                }
+            )
         return
     except BaseException as exc:
         if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
             return
-        emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
-              "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
-              "target_error": "running the file raised"})
+        emit(
+            {
+                "event": "target",
+                "name": os.path.basename(file),
+                "file": file,
+                "line": 1,
+                "kind": "export",
+                "seconds": time.perf_counter() - started,
+                "exception": capture.exception_info(exc),
+                "target_error": "running the file raised",
+            }
+        )
         return
     if request.get("main") and rec.count == 0 and not rec.installed():
-        emit({"event": "target", "name": os.path.basename(file), "file": file, "line": 1, "kind": "export",
-              "seconds": time.perf_counter() - started,
-              "target_error": "the script replaced torch.export.export before calling it, so ExportLens could not "
-                              "see the export (call the real torch.export.export, or declare a target with "
-                              "`model` and `example_args`)"})
+        emit(
+            {
+                "event": "target",
+                "name": os.path.basename(file),
+                "file": file,
+                "line": 1,
+                "kind": "export",
+                "seconds": time.perf_counter() - started,
+                "target_error": "the script replaced torch.export.export before calling it, so ExportLens could not "
+                "see the export (call the real torch.export.export, or declare a target with "
+                "`model` and `example_args`)",
+            }
+        )
     lines = request.get("lines", {})
     if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
         module_spec: dict[str, Any] = namespace
@@ -377,8 +459,17 @@ def run(request: dict[str, Any], emit: Emit) -> None:
         name = f"{os.path.basename(file)}:{factory}"
         fn = namespace.get(factory)
         if not callable(fn):
-            emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export", "seconds": 0.0,
-                  "target_error": f"no callable named '{factory}' in {os.path.basename(file)}"})
+            emit(
+                {
+                    "event": "target",
+                    "name": name,
+                    "file": file,
+                    "line": line,
+                    "kind": "export",
+                    "seconds": 0.0,
+                    "target_error": f"no callable named '{factory}' in {os.path.basename(file)}",
+                }
+            )
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
@@ -397,8 +488,7 @@ def run_source(file: str, text: str, run_name: str) -> dict[str, Any]:
     code = compile(text, file, "exec", dont_inherit=True)
     linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)
     module = types.ModuleType(run_name)
-    module.__dict__.update(__file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None,
-                           __builtins__=builtins)
+    module.__dict__.update(__file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None, __builtins__=builtins)
     missing = object()
     before = sys.modules.get(run_name, missing)
     sys.modules[run_name] = module
@@ -423,8 +513,17 @@ def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[]
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        emit({"event": "target", "name": name, "file": file, "line": line, "kind": "export",
-              "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc),
-              "target_error": "building the target raised"})
+        emit(
+            {
+                "event": "target",
+                "name": name,
+                "file": file,
+                "line": line,
+                "kind": "export",
+                "seconds": time.perf_counter() - started,
+                "exception": capture.exception_info(exc),
+                "target_error": "building the target raised",
+            }
+        )
         return
     _run_spec(rec, name, file, line, spec, emit)

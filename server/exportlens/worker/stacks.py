@@ -34,8 +34,7 @@ MAX_FRAMES = 60
 
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
 _OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
-_STDLIB_DIRS = tuple(os.path.join(os.path.abspath(p), "") for p in
-                     {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p)
+_STDLIB_DIRS = tuple(os.path.join(os.path.abspath(p), "") for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p)
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 _LOGGING_DIR = os.path.join(os.path.dirname(os.path.abspath(logging.__file__)), "")
 
@@ -60,8 +59,7 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
     """A live frame: file, line, function, the source line, and the current call's columns (3.11+)."""
     code = frame.f_code
     file = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
-    out: dict[str, Any] = {"file": file, "line": frame.f_lineno, "name": code.co_name,
-                           "qualname": getattr(code, "co_qualname", code.co_name)}
+    out: dict[str, Any] = {"file": file, "line": frame.f_lineno, "name": code.co_name, "qualname": getattr(code, "co_qualname", code.co_name)}
     out["loc"] = linecache.getline(code.co_filename, frame.f_lineno).strip() or None
     try:
         line, end_line, col, end_col = list(code.co_positions())[frame.f_lasti // 2]
@@ -126,8 +124,7 @@ class FailureWatch(logging.Handler):
             data = metadata.get(key)
             if not isinstance(data, dict):
                 continue
-            if key == "guard_added" and (not self.retrying or not data.get("symbol_to_sources")
-                                         or data.get("prefix") == "runtime_assert"):
+            if key == "guard_added" and (not self.retrying or not data.get("symbol_to_sources") or data.get("prefix") == "runtime_assert"):
                 continue
             dedup = _dedup_key(key, data)
             if dedup in self.seen:

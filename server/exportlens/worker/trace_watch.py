@@ -38,7 +38,7 @@ def _section(message: str, title: str) -> str:
         if ln.strip() == title + ":":
             depth = len(ln) - len(ln.lstrip("\t "))
             out = []
-            for body in lines[i + 1:]:
+            for body in lines[i + 1 :]:
                 if body.strip() and len(body) - len(body.lstrip("\t ")) <= depth:
                     break
                 out.append(body)
@@ -58,8 +58,7 @@ def source_locations(block: str) -> list[dict[str, Any]]:
         m = _SOURCE_LINE.match(ln)
         if m:
             file = m["file"]
-            out.append({"file": file if file.startswith("<") else os.path.abspath(file),
-                        "line": int(m["line"]), "name": m["name"]})
+            out.append({"file": file if file.startswith("<") else os.path.abspath(file), "line": int(m["line"]), "name": m["name"]})
     return out
 
 
@@ -98,8 +97,14 @@ class TraceWatch:
             return self.original(func, example_inputs, *args, **kwargs)
         file, line = call_site(sys._getframe(1))
         self.count += 1
-        event: dict[str, Any] = {"event": "target", "name": f"trace at {os.path.basename(file)}:{line}",
-                                 "file": file, "line": line, "kind": "trace", "definition": definition(func)}
+        event: dict[str, Any] = {
+            "event": "target",
+            "name": f"trace at {os.path.basename(file)}:{line}",
+            "file": file,
+            "line": line,
+            "kind": "trace",
+            "definition": definition(func),
+        }
         found: list[dict[str, Any]] = []
         shown: list[tuple[Any, ...]] = []
         started = time.perf_counter()
@@ -130,13 +135,11 @@ class TraceWatch:
             for message, category, filename, lineno in shown:  # the script's own filters still see them
                 warnings.warn_explicit(message, category, filename, lineno)
 
-    def _recorder(self, found: list[dict[str, Any]], shown: list[tuple[Any, ...]],
-                  head: dict[str, Any]) -> Callable[..., None]:
+    def _recorder(self, found: list[dict[str, Any]], shown: list[tuple[Any, ...]], head: dict[str, Any]) -> Callable[..., None]:
         """Records each tracer warning and streams it at once, so a job stopped later keeps it."""
         seen: set[tuple[str, int, str]] = set()
 
-        def record(message: Any, category: type[Warning], filename: str, lineno: int,
-                   file: Any = None, line: Any = None) -> None:
+        def record(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
             shown.append((message, category, filename, lineno))
             if not issubclass(category, torch.jit.TracerWarning):
                 return
@@ -145,11 +148,26 @@ class TraceWatch:
             if key in seen:  # the check run re-traces: the same warning comes twice
                 return
             seen.add(key)
-            item = {"type": "tracer-warning", "message": text[:_MESSAGE_LIMIT], "category": category.__name__,
-                    "file": os.path.abspath(filename), "line": lineno, "stack": live_stack(sys._getframe(1))}
+            item = {
+                "type": "tracer-warning",
+                "message": text[:_MESSAGE_LIMIT],
+                "category": category.__name__,
+                "file": os.path.abspath(filename),
+                "line": lineno,
+                "stack": live_stack(sys._getframe(1)),
+            }
             found.append(item)
-            self.emit({"event": "finding", "name": head["name"], "file": head["file"], "line": head["line"],
-                       "kind": "trace", "definition": head.get("definition"), "trace_findings": [item]})
+            self.emit(
+                {
+                    "event": "finding",
+                    "name": head["name"],
+                    "file": head["file"],
+                    "line": head["line"],
+                    "kind": "trace",
+                    "definition": head.get("definition"),
+                    "trace_findings": [item],
+                }
+            )
 
         return record
 

@@ -296,14 +296,16 @@ class Zygote:
             safe = ["-P"] if sys.version_info >= (3, 11) else []  # never import from the working directory
             proc = subprocess.Popen(
                 [sys.executable, *safe, "-m", "exportlens.worker", "--one-job", jobdir],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                start_new_session=True, cwd=_PACKAGE_PARENT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=_PACKAGE_PARENT,
             )
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
-            child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir,
-                          memory_mb, proc=proc)
+            child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
@@ -417,8 +419,7 @@ class Zygote:
             child.ended = True
             if not child.cancelled and not child.killed:  # complete: answer now, reap the process later
                 child.reported = True
-                self.send({"event": "done", "id": child.id, "status": "ok", "detail": "",
-                           "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+                self.send({"event": "done", "id": child.id, "status": "ok", "detail": "", "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
             return
         event["id"] = child.id
         self.send(event)
@@ -436,8 +437,7 @@ class Zygote:
             os.close(child.fd)
         if not child.reported:
             status, detail = self._verdict(child)
-            self.send({"event": "done", "id": child.id, "status": status, "detail": detail,
-                       "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
+            self.send({"event": "done", "id": child.id, "status": status, "detail": detail, "stderr": _tail(os.path.join(child.jobdir, "output.log"))})
         shutil.rmtree(child.jobdir, ignore_errors=True)
 
     def _verdict(self, child: Child) -> tuple[str, str]:
@@ -446,11 +446,12 @@ class Zygote:
         if child.timed_out:
             return "timeout", "the job ran past its time limit and was stopped"
         if child.memory_used:
-            return "crashed", (f"the job's processes used {child.memory_used / 2**20:.0f} MB together, over its "
-                               f"memory cap of {child.memory_mb} MB (the whole process tree counts), and were stopped")
+            return "crashed", (
+                f"the job's processes used {child.memory_used / 2**20:.0f} MB together, over its "
+                f"memory cap of {child.memory_mb} MB (the whole process tree counts), and were stopped"
+            )
         if child.closed_pipe:
-            return "crashed", ("the job closed its connection to ExportLens (did the code close inherited file "
-                               "descriptors?) and was stopped")
+            return "crashed", ("the job closed its connection to ExportLens (did the code close inherited file descriptors?) and was stopped")
         st = child.status or 0
         if os.WIFSIGNALED(st):
             return "crashed", f"killed by signal {_signal_name(os.WTERMSIG(st))}"
@@ -583,11 +584,21 @@ def main(argv: list[str]) -> int:
     from exportlens.worker import compat
 
     found = compat.probe(torch)
-    zygote.send({"event": "ready", "torch": str(torch.__version__), "pid": os.getpid(),
-                 "python": sys.version.split()[0], "import_seconds": round(imported, 3),
-                 "warmup_seconds": round(warm, 3), "warmup_error": warm_error, "fork": zygote.can_fork,
-                 "compat": found, "tmpdir": workdir,
-                 "unsupported": None if found["draft_export"] else compat.unsupported_message(str(torch.__version__))})
+    zygote.send(
+        {
+            "event": "ready",
+            "torch": str(torch.__version__),
+            "pid": os.getpid(),
+            "python": sys.version.split()[0],
+            "import_seconds": round(imported, 3),
+            "warmup_seconds": round(warm, 3),
+            "warmup_error": warm_error,
+            "fork": zygote.can_fork,
+            "compat": found,
+            "tmpdir": workdir,
+            "unsupported": None if found["draft_export"] else compat.unsupported_message(str(torch.__version__)),
+        }
+    )
     try:
         zygote.serve(sys.stdin.buffer)
     finally:
