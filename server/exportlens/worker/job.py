@@ -377,6 +377,22 @@ def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, An
     )
 
 
+def _script_failed(emit: Emit, file: str, started: float, exc: BaseException, target_error: str) -> None:
+    """The script itself failed (or exited) outside any target: one target event for the file says why."""
+    emit(
+        {
+            "event": "target",
+            "name": os.path.basename(file),
+            "file": file,
+            "line": 1,
+            "kind": "export",
+            "seconds": time.perf_counter() - started,
+            "exception": capture.exception_info(exc),
+            "target_error": target_error,
+        }
+    )
+
+
 def run(request: dict[str, Any], emit: Emit) -> None:
     """Run the job described by `request`, emitting one event per target."""
     file = os.path.abspath(request["file"])
@@ -407,34 +423,12 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     except SystemExit as exc:
         if id(exc) not in rec.reported and rec.count == 0 and not request.get("compile") and not request.get("trace"):
             # sys.exit(0) too: the targets never ran, and a silent "0 problems" would say they were fine
-            emit(
-                {
-                    "event": "target",
-                    "name": os.path.basename(file),
-                    "file": file,
-                    "line": 1,
-                    "kind": "export",
-                    "seconds": time.perf_counter() - started,
-                    "exception": capture.exception_info(exc),
-                    "target_error": f"the script called sys.exit({exc.code!r}) before any export target ran",
-                }
-            )
+            _script_failed(emit, file, started, exc, f"the script called sys.exit({exc.code!r}) before any export target ran")
         return
     except BaseException as exc:
         if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
             return
-        emit(
-            {
-                "event": "target",
-                "name": os.path.basename(file),
-                "file": file,
-                "line": 1,
-                "kind": "export",
-                "seconds": time.perf_counter() - started,
-                "exception": capture.exception_info(exc),
-                "target_error": "running the file raised",
-            }
-        )
+        _script_failed(emit, file, started, exc, "running the file raised")
         return
     if request.get("main") and rec.count == 0 and not rec.installed():
         emit(
