@@ -14,7 +14,11 @@ export const COMMANDS = {
   restart: 'exportlens.restart',
   showOutput: 'exportlens.showOutput',
   saveProfiles: 'exportlens.saveProfiles',
+  makeItExport: 'exportlens.makeItExport',
 } as const;
+
+/** The server's "make it export" command: fix, verify, repeat; answers with one edit to confirm. */
+export const SERVER_COMMAND_MAKE_EXPORTABLE = 'exportlens.makeExportable';
 
 let controller: ServerController | undefined;
 
@@ -50,6 +54,27 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       // The server writes FILE.op_profiles.yaml with torch's own writer and says where.
       const uri = vscode.window.activeTextEditor?.document.uri;
       await ctl.executeServerCommand(SERVER_COMMAND_SAVE_PROFILES, uri ? [uri.toString()] : []);
+    }),
+    vscode.commands.registerCommand(COMMANDS.makeItExport, async (uri?: vscode.Uri) => {
+      // The server loops check → best verified fix → check on the editor's texts and sends one
+      // WorkspaceEdit that needs confirmation (VS Code shows its refactor preview).
+      const target = uri ?? vscode.window.activeTextEditor?.document.uri;
+      if (target === undefined || !target.path.endsWith('.py')) {
+        void vscode.window.showWarningMessage('ExportLens: open a Python file with an export target to make it export.');
+        return;
+      }
+      const answer = (await ctl.executeServerCommand(SERVER_COMMAND_MAKE_EXPORTABLE, [target.toString()])) as
+        { applied?: boolean; passes?: boolean; skipped?: string[] } | undefined;
+      if (answer !== undefined && !answer.applied && !answer.passes && (answer.skipped?.length ?? 0) > 0) {
+        // Only assumption fixes (a torch._check that holds for the example inputs) would help: ask first.
+        const pick = await vscode.window.showWarningMessage(
+          'ExportLens: only assumption fixes help here (each asserts a condition for every input).',
+          'Include assumptions',
+        );
+        if (pick === 'Include assumptions') {
+          await ctl.executeServerCommand(SERVER_COMMAND_MAKE_EXPORTABLE, [target.toString(), { assume: true }]);
+        }
+      }
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('exportlens')) {

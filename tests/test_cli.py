@@ -40,7 +40,7 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     assert out.returncode == 1
     doc = json.loads(out.stdout)  # exactly one JSON document, nothing else on stdout
     assert set(doc) == {"version", "torch", "targets", "diagnostics"}
-    assert doc["version"] == 1 and doc["torch"] == "2.13.0+cpu"
+    assert doc["version"] == 2 and doc["torch"] == "2.13.0+cpu"
     assert [(Path(t["file"]).name, t["line"], t["kind"], t["status"]) for t in doc["targets"]] == [
         ("item_branch.py", 15, "export", "problems"),
         ("model.py", 16, "export", "ok"),
@@ -51,14 +51,24 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     assert d["file"] == str(EXAMPLES / "data_dependent/item_branch.py")
     assert d["range"] == {"start": {"line": 8, "character": 11}, "end": {"line": 8, "character": 16}}
     assert (d["severity"], d["code"], d["target"]) == (1, "data-dependent-guard", "export at item_branch.py:15")
-    preferred = [f for f in d["fixes"] if f["isPreferred"]]
-    assert [f["title"] for f in preferred] == ["Add `torch._check(n > 2)` (assume the branch the example took)"]
-    (edit,) = preferred[0]["edits"]
+    # every fix verified; the rewrite that keeps both branches beats the assumption that also passes
+    got = [(f["isPreferred"], f["assumes"], {k: v for k, v in f["verification"].items() if k not in ("seconds", "detail")}) for f in d["fixes"]]
+    assert got == [
+        (True, None, {"status": "export-passes", "remaining": [], "same_outputs": True, "assumes": None}),
+        (False, "n > 2", {"status": "export-passes", "remaining": [], "same_outputs": True, "assumes": "n > 2"}),
+        (False, "n <= 2", {"status": "breaks", "remaining": [], "same_outputs": False, "assumes": "n <= 2"}),
+    ]
+    assert all(isinstance(f["verification"]["seconds"], float) for f in d["fixes"])
+    assert d["fixes"][0]["title"].startswith("Rewrite this if/return as `torch.cond`")
+    assert d["fixes"][1]["title"] == "Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise"
+    (edit,) = d["fixes"][1]["edits"]
     assert edit == {
         "file": d["file"],
         "range": {"start": {"line": 8, "character": 0}, "end": {"line": 8, "character": 0}},
         "newText": "        torch._check(n > 2)\n",
     }
+    plain = json.loads(cli("check", "examples/data_dependent/item_branch.py", "--format", "json", "--no-verify").stdout)
+    assert [("verification" in f, f["isPreferred"]) for f in plain["diagnostics"][0]["fixes"]] == [(False, True), (False, False), (False, False)]
 
 
 def test_sarif_validates_against_the_published_schema() -> None:
@@ -88,7 +98,7 @@ def test_interpreter_without_torch_is_said_plainly(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["--diff", "--fix"])
-def test_fix_and_diff(tmp_path: Path, mode: str) -> None:
+def test_fix_and_diff_take_the_best_verified_fix(tmp_path: Path, mode: str) -> None:
     work = tmp_path / "examples"
     shutil.copytree(EXAMPLES / "data_dependent", work / "data_dependent")
     shutil.copy(EXAMPLES / "pyproject.toml", work / "pyproject.toml")
@@ -96,13 +106,65 @@ def test_fix_and_diff(tmp_path: Path, mode: str) -> None:
     before = target.read_text()
     out = cli("check", str(target), mode, cwd=work)
     assert out.returncode == 1
+    rewritten = before.replace(
+        "        if n > 2:\n            return y * 2\n        return y - 1\n",
+        "        def true_fn(y):\n            return y * 2\n        def false_fn(y):\n            return y - 1\n"
+        "        return torch.cond(n > 2, true_fn, false_fn, (y,))\n",
+    )
+    assert rewritten != before
     if mode == "--diff":
         assert target.read_text() == before
-        assert "+        torch._check(n > 2)\n" in out.stdout and out.stdout.startswith("--- a/data_dependent/item_branch.py")
+        assert "+        return torch.cond(n > 2, true_fn, false_fn, (y,))\n" in out.stdout
+        assert out.stdout.startswith("--- a/data_dependent/item_branch.py")
     else:
-        assert target.read_text() == before.replace("        if n > 2:", "        torch._check(n > 2)\n        if n > 2:")
+        assert target.read_text() == rewritten
         assert "fixed data_dependent/item_branch.py" in out.stderr
         assert cli("check", str(target), cwd=work).returncode == 0
+
+
+def test_fix_takes_assumptions_only_when_asked(tmp_path: Path) -> None:
+    work = tmp_path / "examples"
+    shutil.copytree(EXAMPLES / "data_dependent", work / "data_dependent")
+    shutil.copy(EXAMPLES / "pyproject.toml", work / "pyproject.toml")
+    target = work / "data_dependent/item_branch.py"
+    before = target.read_text()
+    out = cli("check", str(target), "--fix", "--no-verify", cwd=work)  # unverified, the check is preferred
+    assert out.returncode == 1 and target.read_text() == before
+    assert (
+        "not fixed: data_dependent/item_branch.py:9: Add `torch._check(n > 2)` — assumes `n > 2` for every input; "
+        "inputs with n ≤ 2 will raise: an assumption, not applied (pass --assume to apply it)"
+    ) in out.stderr
+    out = cli("check", str(target), "--fix", "--no-verify", "--assume", cwd=work)
+    assert target.read_text() == before.replace("        if n > 2:", "        torch._check(n > 2)\n        if n > 2:")
+
+
+def test_fix_command_makes_two_branches_export(tmp_path: Path) -> None:
+    work = tmp_path / "examples"
+    shutil.copytree(EXAMPLES / "data_dependent", work / "data_dependent")
+    shutil.copy(EXAMPLES / "pyproject.toml", work / "pyproject.toml")
+    target = work / "data_dependent/two_branches.py"
+    before = target.read_text()
+    out = cli("fix", str(target), cwd=work)
+    assert out.returncode == 0, out.stderr
+    assert target.read_text() == before  # no --write: the diff only
+    assert out.stdout.startswith("--- a/data_dependent/two_branches.py") and out.stdout.count("torch.cond(") == 2
+    assert out.stderr.strip().splitlines()[-1] == "exportlens: data_dependent/two_branches.py: 1 round, 2 fixes, export passes"
+    out = cli("fix", str(target), "--write", cwd=work)
+    assert out.returncode == 0 and target.read_text() != before
+    assert cli("check", str(target), cwd=work).returncode == 0
+
+
+def test_fix_command_without_assume_says_what_it_left(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "model.py"
+    shutil.copy(EXAMPLES / "data_dependent/split_sizes.py", path)
+    out = cli("fix", str(path), cwd=tmp_path)
+    assert out.returncode == 1 and out.stdout == ""
+    assert "exportlens: not taken: model.py:9: Pin the value: add `torch._check(size == 4)`" in out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "exportlens: model.py: 0 rounds, 0 fixes, 1 problem remains (only assumption fixes help)"
+    out = cli("fix", str(path), "--assume", "--write", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "        torch._check(size == 4)\n" in path.read_text()
 
 
 def test_compile_and_trace_findings_in_every_format() -> None:
@@ -135,7 +197,7 @@ def test_fix_keeps_the_files_encoding_and_merges_fixes_of_one_file(tmp_path: Pat
         "            return x + 1\n        return x\n\n\nmodel = M()\nexample_args = (torch.tensor(5), torch.tensor(3))\n"
     )
     path.write_bytes(source.encode("latin-1"))
-    out = cli("check", str(path), "--fix", cwd=tmp_path)
+    out = cli("check", str(path), "--fix", "--no-verify", "--assume", cwd=tmp_path)
     assert out.returncode == 1, out.stderr
     fixed = path.read_bytes().decode("latin-1")
     assert fixed == source.replace("        if a > 2:", "        torch._check(a > 2)\n        if a > 2:").replace(

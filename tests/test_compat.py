@@ -242,8 +242,9 @@ def test_split_asked_as_eq_zero_prefers_pinning(project: Path) -> None:
     quickfix.attach([d])
     assert [(f.title.split(":")[0], f.is_preferred) for f in d.fixes] == [
         ("Pin the value", True),
-        ("Add `torch._check(size != 0)` (settles only this first question)", False),
+        ("Add `torch._check(size != 0)` — assumes `size != 0` for every input; inputs with size = 0 will raise (settles only this first question)", False),
     ]
+    assert [f.assumes for f in d.fixes] == ["size == 4", "size != 0"]
 
 
 @pytest.mark.parametrize(

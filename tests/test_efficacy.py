@@ -40,13 +40,14 @@ def test_preferred_fixes_make_plain_export_pass(engine: SyncEngine, tmp_path: Pa
         "data_dependent/item_branch.py:export at item_branch.py:15",
         "data_dependent/split_sizes.py:model",
         "data_dependent/tensor_branch.py:model",
+        "data_dependent/two_branches.py:model",
         "factory/build.py:build.py:make_target",
         "missing_fake/model.py:model",
         "library_op/model.py:model",
         "two_files/model.py:model",
     }, broken_before
 
-    applied = registry.apply_preferred(report.diagnostics, write=True)
+    applied = registry.apply_preferred(report.diagnostics, write=True, assume=True)
     assert not applied.skipped
     after = _plain_export(work)
     report_after = engine.call(engine.engine.check_paths([str(work)]))

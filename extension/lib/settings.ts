@@ -7,6 +7,8 @@ export type RunMode = 'onSave' | 'manual';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type CompileBackend = 'eager' | 'aot_eager' | 'inductor';
 export const COMPILE_BACKENDS: readonly CompileBackend[] = ['eager', 'aot_eager', 'inductor'];
+export type VerifyFixes = 'on' | 'off';
+export type UnhelpfulFixes = 'last' | 'hide';
 
 export interface ExportLensSettings {
   /** The interpreter setting as written (may hold `${workspaceFolder}` or `~`); '' = not set. */
@@ -16,6 +18,10 @@ export interface ExportLensSettings {
   targets: string[];
   traceServer: TraceLevel;
   compileBackend: CompileBackend;
+  /** Re-run each quick fix in memory after publishing and show the outcome in its title. */
+  verifyFixes: VerifyFixes;
+  verifyBudgetSeconds: number;
+  unhelpfulFixes: UnhelpfulFixes;
 }
 
 export interface ParsedSettings {
@@ -30,6 +36,9 @@ export const DEFAULT_SETTINGS: Readonly<ExportLensSettings> = Object.freeze({
   targets: [],
   traceServer: 'off',
   compileBackend: 'eager',
+  verifyFixes: 'on',
+  verifyBudgetSeconds: 30,
+  unhelpfulFixes: 'last',
 });
 
 export const MIN_TIMEOUT_SECONDS = 1;
@@ -43,7 +52,17 @@ export const TARGET_PATTERN = /^[^:]+\.py:[A-Za-z_][A-Za-z0-9_.]*$/;
  * `contributes.configuration` names them (without the `exportlens.` prefix). The one key list:
  * `readRawSettings` reads exactly these, and a unit test checks it against package.json.
  */
-export const SETTING_KEYS = ['interpreter', 'run', 'timeoutSeconds', 'compileBackend', 'targets', 'trace.server'] as const;
+export const SETTING_KEYS = [
+  'interpreter',
+  'run',
+  'timeoutSeconds',
+  'compileBackend',
+  'targets',
+  'trace.server',
+  'verifyFixes',
+  'verifyBudgetSeconds',
+  'unhelpfulFixes',
+] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];
 
 /** The raw value of every setting in `SETTING_KEYS`, read through `get` (`getConfiguration('exportlens').get`). */
@@ -104,6 +123,31 @@ export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSet
     warnings.push(`exportlens.compileBackend must be one of ${COMPILE_BACKENDS.join(', ')}; using "eager"`);
   }
 
+  const verify = raw['verifyFixes'];
+  if (verify === 'on' || verify === 'off') {
+    settings.verifyFixes = verify;
+  } else if (verify !== undefined) {
+    warnings.push(`exportlens.verifyFixes must be "on" or "off", not ${JSON.stringify(verify)}; using "on"`);
+  }
+
+  const budget = raw['verifyBudgetSeconds'];
+  if (typeof budget === 'number' && Number.isFinite(budget)) {
+    const clamped = Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, budget));
+    if (clamped !== budget) {
+      warnings.push(`exportlens.verifyBudgetSeconds ${budget} is outside ${MIN_TIMEOUT_SECONDS}..${MAX_TIMEOUT_SECONDS}; using ${clamped}`);
+    }
+    settings.verifyBudgetSeconds = clamped;
+  } else if (budget !== undefined) {
+    warnings.push(`exportlens.verifyBudgetSeconds must be a number; using ${DEFAULT_SETTINGS.verifyBudgetSeconds}`);
+  }
+
+  const unhelpful = raw['unhelpfulFixes'];
+  if (unhelpful === 'last' || unhelpful === 'hide') {
+    settings.unhelpfulFixes = unhelpful;
+  } else if (unhelpful !== undefined) {
+    warnings.push(`exportlens.unhelpfulFixes must be "last" or "hide", not ${JSON.stringify(unhelpful)}; using "last"`);
+  }
+
   const trace = traceOf(raw);
   if (trace === 'off' || trace === 'messages' || trace === 'verbose') {
     settings.traceServer = trace;
@@ -135,6 +179,9 @@ export function settingsForServer(settings: ExportLensSettings, resolvedInterpre
     timeoutSeconds: settings.timeoutSeconds,
     targets: [...settings.targets],
     compileBackend: settings.compileBackend,
+    verifyFixes: settings.verifyFixes,
+    verifyBudgetSeconds: settings.verifyBudgetSeconds,
+    unhelpfulFixes: settings.unhelpfulFixes,
     trace: { server: settings.traceServer },
   };
 }
@@ -161,6 +208,9 @@ export function changeEffect(before: ExportLensSettings, after: ExportLensSettin
     before.timeoutSeconds === after.timeoutSeconds &&
     before.traceServer === after.traceServer &&
     before.compileBackend === after.compileBackend &&
+    before.verifyFixes === after.verifyFixes &&
+    before.verifyBudgetSeconds === after.verifyBudgetSeconds &&
+    before.unhelpfulFixes === after.unhelpfulFixes &&
     before.targets.length === after.targets.length &&
     before.targets.every((t, i) => t === after.targets[i]);
   return same ? 'none' : 'notify';

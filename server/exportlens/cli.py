@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from exportlens import __version__, project
 from exportlens.cli_progress import CliProgress
@@ -85,8 +86,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)",
     )
     check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
-    check.add_argument("--fix", action="store_true", help="apply every preferred fix")
+    check.add_argument("--fix", action="store_true", help="apply every preferred fix (assumptions only with --assume)")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
+    check.add_argument("--assume", action="store_true", help="with --fix/--diff, also apply assumption fixes (a torch._check that holds for the example only)")
+    check.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="re-run each target with each fix applied in memory and record the outcome (default: on with --format json/sarif, --fix and --diff)",
+    )
+    check.add_argument("--verify-budget", type=float, default=60.0, metavar="S", help="seconds for verifying one file's fixes (default 60)")
     check.add_argument(
         "--save-op-profiles", action="store_true", help="write the custom-op profiles draft export saw to FILE.op_profiles.yaml (torch's format)"
     )
@@ -95,9 +104,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--show-ignored", action="store_true", help="also list the findings silenced by `# exportlens: ignore` comments")
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
+    fix = sub.add_parser("fix", help="make PATH export: apply verified fixes round by round until export passes")
+    fix.add_argument("paths", nargs="+", metavar="PATH")
+    fix.add_argument("--write", action="store_true", help="write the fixed files (default: print the diff only)")
+    fix.add_argument("--assume", action="store_true", help="also take assumption fixes (torch._check of a condition for every input)")
+    fix.add_argument("--rounds", type=int, default=5, metavar="N", help="at most N rounds of check and fix (default 5)")
+    fix.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"seconds per run (default {DEFAULT_TIMEOUT:.0f})")
+    fix.add_argument("--verify-budget", type=float, default=120.0, metavar="S", help="seconds for verifying the fixes of one round (default 120)")
+    fix.add_argument("--jobs", type=int, default=2, metavar="N", help="fixes verified at once (default 2)")
+    fix.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
+    fix.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
+    fix.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
     return parser
+
+
+def _verifying(args: argparse.Namespace) -> bool:
+    if args.verify is not None:
+        return bool(args.verify)
+    return bool(args.fix or args.diff or args.format in ("json", "sarif"))
 
 
 def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> EngineSettings:
@@ -135,13 +161,27 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     progress = CliProgress()
     ticker = asyncio.ensure_future(progress.run())
 
+    verifying = _verifying(args)
+    results: list[FileResult] = []
+
     def file_done(result: FileResult) -> None:
         progress.file_done(result.path)
+        results.append(result)
         _say_profiles(result)
 
     started = time.perf_counter()
+
     try:
-        report = await engine.check_paths(args.paths, on_file=file_done, on_phase=progress.phase, save_op_profiles=args.save_op_profiles)
+        report = await engine.check_paths(
+            args.paths, on_file=file_done, on_phase=progress.phase, save_op_profiles=args.save_op_profiles, outputs=verifying, plain_export=verifying
+        )
+        if verifying:
+            from exportlens import verify
+            from exportlens.fixes.registry import read_disk
+
+            for result in results:
+                if verify.problems(result.diagnostics):
+                    await verify.verify_result(engine, result, read=read_disk, budget=args.verify_budget, jobs=args.jobs or os.cpu_count() or 2)
     finally:
         ticker.cancel()
         await engine.close()
@@ -186,11 +226,13 @@ def run_check(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         from exportlens.fixes import registry
 
-        changed = registry.apply_preferred(report.diagnostics, write=args.fix)
+        changed = registry.apply_preferred(report.diagnostics, write=args.fix, assume=args.assume)
         if args.diff:
             sys.stdout.write(changed.diff)
         if args.fix:
             print(changed.summary(), file=sys.stderr)
+        elif changed.skipped:
+            print("\n".join(f"not fixed: {s}" for s in changed.skipped), file=sys.stderr)
         return 1 if count_problems(report) else 0
     if args.format == "json":
         print(json.dumps(report.to_json(show_ignored=args.show_ignored), indent=2, ensure_ascii=False))
@@ -208,6 +250,59 @@ def run_check(args: argparse.Namespace) -> int:
     if broken:
         return 2
     return 1 if count_problems(report) else 0
+
+
+async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[Any]:
+    from exportlens.engine import Engine, EngineSettings
+    from exportlens.fixes.registry import read_disk
+    from exportlens.make_exportable import make_exportable
+
+    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb, jobs=args.jobs)
+    log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
+    engine = Engine(settings, log=log)
+    try:
+        return [
+            await make_exportable(engine, f, read=read_disk, assume=args.assume, rounds=args.rounds, budget=args.verify_budget, jobs=args.jobs) for f in files
+        ]
+    finally:
+        await engine.close()
+
+
+def run_fix(args: argparse.Namespace) -> int:
+    """`exportlens fix`: print the diff and a summary per file; write with --write; 0 only if all export."""
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        for p in missing:
+            print(f"exportlens: error: no such file or directory: {p}", file=sys.stderr)
+        return 2
+    from exportlens import project, targets
+    from exportlens.fixes import unified_diff
+    from exportlens.source import write_source
+
+    files = []
+    for p in args.paths:
+        for f in project.python_files(p):
+            try:
+                tree = ast.parse(open(f, "rb").read())
+            except (SyntaxError, ValueError, OSError):
+                tree = None
+            if os.path.isfile(p) or (tree is not None and targets.discover(tree, f).targets):
+                files.append(f)
+    outcomes = asyncio.run(_make_exportable(args, files))
+    all_pass = bool(outcomes)
+    for out in outcomes:
+        for path, (old, new) in out.changed().items():
+            sys.stdout.write(unified_diff(old, new, _display_path(path)))
+            if args.write:
+                write_source(path, new)
+        for note in out.skipped:
+            print(f"exportlens: not taken: {note}", file=sys.stderr)
+        for d in out.remaining:
+            print(f"exportlens: remains: {_display_path(d.file)}:{d.range.start.line + 1}: [{d.code}] {(d.message.splitlines() or [''])[0]}", file=sys.stderr)
+        wrote = " (written)" if args.write and out.changed() else ""
+        print(f"exportlens: {_display_path(out.owner)}: {out.summary()}{wrote}", file=sys.stderr)
+        all_pass &= out.passes
+    return 0 if all_pass else 1
 
 
 def _repository_root(path: str) -> str:
@@ -234,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         serve(first, early)
         return 0
     try:
-        return run_check(args)
+        return run_fix(args) if args.command == "fix" else run_check(args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # an internal error: say it plainly, exit 2

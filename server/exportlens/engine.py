@@ -48,6 +48,9 @@ class FileResult:
     ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore` comments
     trace_files: list[str] = field(default_factory=list)  # torch's structured traces of this run
     texts: dict[str, str] = field(default_factory=dict)  # file → the text its diagnostics were placed on
+    # target name → what fix verification compares: "outputs" (fingerprint) or "outputs_error",
+    # and "plain_export" ("ok" or what plain torch.export.export raised)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -195,12 +198,22 @@ class Engine:
         on_target: Callable[[TargetResult], None] | None = None,
         on_phase: Callable[[str, str], None] | None = None,
         save_op_profiles: bool = False,
+        overrides: dict[str, str] | None = None,
+        outputs: bool = False,
+        plain_export: bool = False,
+        timeout: float | None = None,
     ) -> FileResult:
         """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk).
 
         `on_phase(phase, target)` is told what the job is doing (importing, building the model, exporting).
+        `overrides` ({path: text}) are run and placed instead of those files' disk contents
+        (the worker serves them under the real names; nothing is written). `outputs` and
+        `plain_export` collect what fix verification compares (see `FileResult.facts`).
         """
         path = os.path.abspath(path)
+        overrides = {os.path.abspath(p): t for p, t in (overrides or {}).items()}
+        if text is None:
+            text = overrides.get(path)
         if path.endswith(notebook.SUFFIX):
             return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target, save_op_profiles=save_op_profiles)
         result = FileResult(path)
@@ -216,10 +229,16 @@ class Engine:
             if explicit:
                 result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target", targets.NO_TARGET_HELP, ""))
             return result
-        cache = SourceCache({path: src.text} if src is not None else None)  # read once: plan already did
+        cache = SourceCache({**overrides, **({path: src.text} if src is not None else {})})  # read once: plan already did
         result.ran = True
         job = found.job(path, root)
         job["source"] = src.text if src is not None else None  # run what was planned, not a later disk state
+        if overrides:
+            job["overrides"] = overrides
+        if outputs:
+            job["outputs"] = True
+        if plain_export:
+            job["plain_export"] = True
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
@@ -230,7 +249,7 @@ class Engine:
         partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
         started = time.perf_counter()
         try:
-            async for event in self.worker.run(job, timeout=self.settings.timeout, memory_mb=self.settings.memory_mb):
+            async for event in self.worker.run(job, timeout=timeout or self.settings.timeout, memory_mb=self.settings.memory_mb):
                 if event["event"] == "finding":
                     _add_partial(partial, event)
                 elif event["event"] == "phase":
@@ -251,6 +270,9 @@ class Engine:
                     tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"), status, float(event.get("seconds", 0.0)))
                     result.targets.append(tr)
                     seen.add(tr.name)
+                    facts: dict[str, Any] = {k: event[k] for k in ("outputs", "outputs_error", "plain_export") if k in event}
+                    if facts:
+                        result.facts[tr.name] = facts
                     if saved := event.get("op_profiles"):
                         result.op_profiles.append({"target": tr.name, **saved})
                     if on_target:
@@ -381,10 +403,13 @@ class Engine:
         on_file: Callable[[FileResult], None] | None = None,
         on_phase: Callable[[str, str, str], None] | None = None,
         save_op_profiles: bool = False,
+        outputs: bool = False,
+        plain_export: bool = False,
     ) -> Report:
         """Every Python file under `paths`; files named directly always get an answer.
 
         `on_phase(path, phase, target)` is told what each file's job is doing; `on_file` when it is done.
+        `outputs`/`plain_export`: what fix verification compares (see `check_file`).
         """
         files: list[tuple[str, bool]] = []
         for p in paths:
@@ -398,7 +423,9 @@ class Engine:
             async with gate:
                 tell = functools.partial(on_phase, file) if on_phase else None
                 try:
-                    res = await self.check_file(file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles)
+                    res = await self.check_file(
+                        file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles, outputs=outputs, plain_export=plain_export
+                    )
                 except Exception as exc:  # a bug of ours on one file must not lose the others' results
                     res = FileResult(
                         os.path.abspath(file),

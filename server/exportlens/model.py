@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: fixes carry `assumes` and `verification`
 
 # LSP DiagnosticSeverity values.
 ERROR, WARNING, INFORMATION, HINT = 1, 2, 3, 4
@@ -67,22 +67,88 @@ class TextEdit:
         return cls(d["file"], Range.from_json(d["range"]), d["newText"], d.get("cell"))
 
 
+# Verification outcomes of a fix, best first (see `exportlens.verify`).
+EXPORT_PASSES, FIXES_THIS, NO_EFFECT, BREAKS, NOT_CHECKED = "export-passes", "fixes-this", "no-effect", "breaks", "not-checked"
+OUTCOMES = (EXPORT_PASSES, FIXES_THIS, NOT_CHECKED, NO_EFFECT, BREAKS)
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What re-running the target with a fix applied (in memory) showed.
+
+    `remaining`: codes of the problems the target still has; `same_outputs`: the fixed model's
+    eager outputs on the example inputs equal the original's (None: not compared); `assumes`: the
+    condition an assumption fix asserts for every input; `detail`: how it broke / why not checked.
+    """
+
+    status: str
+    remaining: tuple[str, ...] = ()
+    same_outputs: bool | None = None
+    assumes: str | None = None
+    seconds: float = 0.0
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "remaining": list(self.remaining),
+            "same_outputs": self.same_outputs,
+            "assumes": self.assumes,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Verification:
+        same = d.get("same_outputs")
+        return cls(
+            str(d["status"]),
+            tuple(str(c) for c in d.get("remaining") or ()),
+            same if isinstance(same, bool) else None,
+            d.get("assumes"),
+            float(d.get("seconds") or 0.0),
+            str(d.get("detail") or ""),
+        )
+
+
 @dataclass(frozen=True)
 class Fix:
+    """A rewrite, or an assumption when `assumes` is set (a `torch._check` the code asserts for
+    every input: inputs where it is false will raise). `verification` is filled in by re-running."""
+
     title: str
     edits: tuple[TextEdit, ...]
     is_preferred: bool = False
+    assumes: str | None = None
+    verification: Verification | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "title": self.title,
             "isPreferred": self.is_preferred,
             "edits": [e.to_json() for e in self.edits],
+            "assumes": self.assumes,
         }
+        if self.verification is not None:
+            out["verification"] = self.verification.to_json()
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Fix:
-        return cls(d["title"], tuple(TextEdit.from_json(e) for e in d["edits"]), bool(d["isPreferred"]))
+        ver = d.get("verification")
+        return cls(
+            d["title"],
+            tuple(TextEdit.from_json(e) for e in d["edits"]),
+            bool(d["isPreferred"]),
+            d.get("assumes"),
+            Verification.from_json(ver) if isinstance(ver, dict) else None,
+        )
+
+    def key(self) -> tuple[tuple[str, Range, str], ...]:
+        """Identifies a fix by its edits (the same fix offered for two findings is one fix)."""
+        return tuple((e.file, e.range, e.new_text) for e in self.edits)
 
 
 @dataclass(frozen=True)

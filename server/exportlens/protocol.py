@@ -41,6 +41,9 @@ class JobSpec(TypedDict):
     save_op_profiles: NotRequired[bool]  # write draft export's op profiles next to the file
     trace_dir: NotRequired[str]  # keep draft export's structured trace (TORCH_DTRACE, for tlparse) in this folder
     source: NotRequired[str | None]  # the text the server planned: the job runs it, not the disk (None: read the file)
+    overrides: NotRequired[dict[str, str]]  # path → text run instead of the disk's (worker/overlay.py; nothing written)
+    outputs: NotRequired[bool]  # fingerprint each model's eager outputs on its example inputs (fix verification)
+    plain_export: NotRequired[bool]  # confirm a clean draft with plain torch.export.export (fix verification)
 
 
 class RunRequest(TypedDict):
@@ -326,6 +329,9 @@ class TargetEvent(TypedDict):
     values: NotRequired[dict[str, int | float]]  # the real value of each unbacked symbol ("u0": 4)
     dynamic_shapes: NotRequired[Any]  # the target's dynamic_shapes, as JSON
     op_profiles: NotRequired[SavedProfiles | None]
+    outputs: NotRequired[list[dict[str, Any]]]  # `outputs` jobs: per output leaf shape, dtype, hash, sums
+    outputs_error: NotRequired[str]  # `outputs` jobs: what the eager model raised
+    plain_export: NotRequired[str]  # `plain_export` jobs, clean drafts: "ok" or what plain export raised
     calls: NotRequired[int]
     definition: NotRequired[CodeLocation | None]
     compile_options: NotRequired[CompileOptions]
@@ -446,6 +452,8 @@ class DataDependentData(LibraryFacts):
     user_line: NotRequired[int]
     tensor_condition: NotRequired[bool]  # a tensor's truth value, not a symbol: torch.cond, not torch._check
     pin: NotRequired[str | None]  # "size == 4": the torch._check that pins a value
+    torch_internal: NotRequired[bool]  # decided inside a torch operator: probably torch's, no torch._check offered
+    repro: NotRequired[str]  # with torch_internal: a command that fails the same way with plain torch.export
 
 
 class TorchBugData(TypedDict):

@@ -235,6 +235,16 @@ def _file_range(file: str, cell: int, rng: Mapping[str, Any], lines: _LineCache)
     return {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
 
 
+def _fix_properties(fix: Mapping[str, Any]) -> dict[str, Any]:
+    """The fix's property bag: preference, the assumption it makes, and its verification."""
+    props: dict[str, Any] = {"isPreferred": bool(fix.get("isPreferred", False))}
+    if fix.get("assumes"):
+        props["assumes"] = str(fix["assumes"])
+    if isinstance(fix.get("verification"), Mapping):
+        props["verification"] = dict(fix["verification"])
+    return props
+
+
 def _fixes(fixes: Iterable[Mapping[str, Any]], root: Path | None) -> list[dict[str, Any]]:
     """SARIF fixes: one artifactChange per file, replacements in the report's order."""
     out: list[dict[str, Any]] = []
@@ -252,7 +262,7 @@ def _fixes(fixes: Iterable[Mapping[str, Any]], root: Path | None) -> list[dict[s
         sarif_fix = {
             "description": {"text": str(fix.get("title", ""))},
             "artifactChanges": [{"artifactLocation": _artifact_location(f, root), "replacements": reps} for f, reps in by_file.items()],
-            "properties": {"isPreferred": bool(fix.get("isPreferred", False))},
+            "properties": _fix_properties(fix),
         }
         if sarif_fix not in out:  # the schema wants fixes unique
             out.append(sarif_fix)

@@ -23,7 +23,7 @@ interface Manifest {
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 describe('package.json', () => {
-  it('has the five commands with their titles', () => {
+  it('has the six commands with their titles', () => {
     const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
       'ExportLens: Run draft export on this file',
@@ -31,11 +31,13 @@ describe('package.json', () => {
       'ExportLens: Restart server',
       'ExportLens: Show output',
       'ExportLens: Save op profiles',
+      'ExportLens: Make it export',
     ]);
     const ids = manifest.contributes.commands.map((c) => c.command);
     // The server's own command ids are registered by the language client; no clash allowed.
     assert.equal(ids.includes('exportlens.runDraftExport'), false);
     assert.equal(ids.includes('exportlens.saveOpProfiles'), false);
+    assert.equal(ids.includes('exportlens.makeExportable'), false);
   });
 
   it('declares the settings with the defaults the client assumes', () => {
@@ -47,6 +49,9 @@ describe('package.json', () => {
       'exportlens.targets',
       'exportlens.timeoutSeconds',
       'exportlens.trace.server',
+      'exportlens.unhelpfulFixes',
+      'exportlens.verifyBudgetSeconds',
+      'exportlens.verifyFixes',
     ]);
     assert.equal(p['exportlens.interpreter']?.default, DEFAULT_SETTINGS.interpreter);
     assert.equal(p['exportlens.run']?.default, DEFAULT_SETTINGS.run);
@@ -56,6 +61,9 @@ describe('package.json', () => {
     assert.equal(p['exportlens.trace.server']?.default, 'off');
     assert.equal(p['exportlens.compileBackend']?.default, DEFAULT_SETTINGS.compileBackend);
     assert.deepEqual(p['exportlens.compileBackend']?.enum, [...COMPILE_BACKENDS]);
+    assert.equal(p['exportlens.verifyFixes']?.default, DEFAULT_SETTINGS.verifyFixes);
+    assert.equal(p['exportlens.verifyBudgetSeconds']?.default, DEFAULT_SETTINGS.verifyBudgetSeconds);
+    assert.equal(p['exportlens.unhelpfulFixes']?.default, DEFAULT_SETTINGS.unhelpfulFixes);
   });
 
   it('is limited in untrusted workspaces and restricts the settings that run code', () => {

@@ -12,6 +12,9 @@ describe('parseSettings', () => {
       targets: [],
       traceServer: 'off',
       compileBackend: 'eager',
+      verifyFixes: 'on',
+      verifyBudgetSeconds: 30,
+      unhelpfulFixes: 'last',
     });
     assert.deepEqual(warnings, []);
   });
@@ -24,6 +27,9 @@ describe('parseSettings', () => {
       targets: ['models/a.py:make_model', ' b.py:pkg.factory '],
       trace: { server: 'verbose' },
       compileBackend: 'aot_eager',
+      verifyFixes: 'off',
+      verifyBudgetSeconds: 5,
+      unhelpfulFixes: 'hide',
     });
     assert.deepEqual(settings, {
       interpreter: '${workspaceFolder}/.venv/bin/python',
@@ -32,6 +38,9 @@ describe('parseSettings', () => {
       targets: ['models/a.py:make_model', 'b.py:pkg.factory'],
       traceServer: 'verbose',
       compileBackend: 'aot_eager',
+      verifyFixes: 'off',
+      verifyBudgetSeconds: 5,
+      unhelpfulFixes: 'hide',
     });
     assert.deepEqual(warnings, []);
   });
@@ -50,9 +59,11 @@ describe('parseSettings', () => {
       targets: ['no_colon.py', 'x.py:ok', 7],
       trace: { server: 'loud' },
       compileBackend: 'tensorrt',
+      verifyFixes: 'always',
     });
     assert.deepEqual(settings, { ...DEFAULT_SETTINGS, targets: ['x.py:ok'] });
-    assert.equal(warnings.length, 7);
+    assert.equal(warnings.length, 8);
+    assert.match(warnings[6] ?? '', /exportlens\.verifyFixes must be "on" or "off", not "always"/);
     assert.match(warnings[5] ?? '', /exportlens\.compileBackend must be one of eager, aot_eager, inductor/);
     assert.match(warnings[1] ?? '', /exportlens\.run must be "onSave" or "manual", not "onType"/);
     assert.match(warnings[3] ?? '', /"no_colon\.py" is not "path\/file\.py:factory"/);
@@ -83,6 +94,9 @@ describe('what the server receives', () => {
       timeoutSeconds: 9,
       targets: ['m.py:f'],
       compileBackend: 'eager',
+      verifyFixes: 'on',
+      verifyBudgetSeconds: 30,
+      unhelpfulFixes: 'last',
       trace: { server: 'off' },
     });
   });

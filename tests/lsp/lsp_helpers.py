@@ -74,8 +74,16 @@ def make_client() -> LanguageClient:
         c.diagnostics[params.uri] = params.diagnostics
         c.publishes.append((time.monotonic(), params))  # type: ignore[attr-defined]
 
+    client.applied_edits = []  # type: ignore[attr-defined]  # every workspace/applyEdit the server sent
+    client.verifications = []  # type: ignore[attr-defined]  # (time, params) of exportlens/verification
+
+    @client.feature("exportlens/verification")
+    def verification(c: LanguageClient, params: Any) -> None:
+        c.verifications.append((time.monotonic(), params))  # type: ignore[attr-defined]
+
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(c: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        c.applied_edits.append(params)  # type: ignore[attr-defined]
         ok = apply_workspace_edit(c, params.edit)
         return types.ApplyWorkspaceEditResult(applied=ok)
 
@@ -154,7 +162,7 @@ def _offset(text: str, pos: types.Position) -> int:
     return before + len(units)
 
 
-def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+def apply_text_edits(text: str, edits: list[Any]) -> str:
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         text = text[: _offset(text, e.range.start)] + e.new_text + text[_offset(text, e.range.end) :]
     return text
@@ -171,7 +179,7 @@ def apply_workspace_edit(client: LanguageClient, edit: types.WorkspaceEdit) -> b
     for change in edit.document_changes or []:
         assert isinstance(change, types.TextDocumentEdit)
         uri = change.text_document.uri
-        edits = [e for e in change.edits if isinstance(e, types.TextEdit)]
+        edits = [e for e in change.edits if isinstance(e, (types.TextEdit, types.AnnotatedTextEdit))]
         doc = client.docs.get(uri)  # type: ignore[attr-defined]
         if doc is None:
             Path(_path(uri)).write_text(apply_text_edits(Path(_path(uri)).read_text(), edits))

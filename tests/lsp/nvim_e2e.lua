@@ -20,7 +20,7 @@ local client_id = vim.lsp.start({
   name = "exportlens",
   cmd = { python, "-P", "-m", "exportlens", "serve" },
   root_dir = root,
-  init_options = { trusted = true, settings = { run = "onSave" } },
+  init_options = { trusted = true, settings = { run = "onSave", verifyFixes = "off" } },
 }, { bufnr = buf })
 if not client_id then return finish(false, "vim.lsp.start failed") end
 

@@ -17,7 +17,7 @@ def raw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
     caps = reply["result"]["capabilities"]
     assert caps["positionEncoding"] == "utf-16"
     assert caps["codeActionProvider"] == {"codeActionKinds": ["quickfix"], "resolveProvider": True}
-    assert caps["executeCommandProvider"]["commands"] == ["exportlens.runDraftExport", "exportlens.saveOpProfiles"]
+    assert caps["executeCommandProvider"]["commands"] == ["exportlens.runDraftExport", "exportlens.makeExportable", "exportlens.saveOpProfiles"]
     yield server
     server.close()
 

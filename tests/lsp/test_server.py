@@ -45,7 +45,8 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_lsp.fixture(scope="module", config=server_config())
 async def client(lsp_client: LanguageClient, ws: Path):
-    await asyncio.wait_for(lsp_client.initialize_session(init_params(ws)), 30)
+    # fix verification (tests/lsp/test_verification.py) off: these tests see the fixes as generated
+    await asyncio.wait_for(lsp_client.initialize_session(init_params(ws, settings={"verifyFixes": "off"})), 30)
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
@@ -112,9 +113,14 @@ async def test_hover_shows_guard_locals_and_symbol_origin(client: LanguageClient
 async def test_code_lens_above_target(client: LanguageClient, ws: Path) -> None:
     uri = (ws / "data_dependent" / "item_branch.py").as_uri()
     lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))), 10)
-    assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [(14, "▶ Run draft export"), (14, "1 problem")]
+    assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [
+        (14, "▶ Run draft export"),
+        (14, "1 problem"),
+        (14, "⚙ Make it export"),
+    ]
     assert lenses[0].command.command == "exportlens.runDraftExport" and list(lenses[0].command.arguments or []) == [uri]
     assert lenses[1].command.title.startswith("1 problem, last run ") and lenses[1].command.title.endswith(" s")
+    assert lenses[2].command.command == "exportlens.makeExportable" and list(lenses[2].command.arguments or []) == [uri]
 
 
 async def test_quick_fix_apply_save_clears_the_diagnostic(client: LanguageClient, ws: Path) -> None:
@@ -159,7 +165,7 @@ async def test_outdated_version_is_refused(client: LanguageClient, ws: Path) -> 
     )
     actions = await asyncio.wait_for(client.text_document_code_action_async(params), 10)
     assert [a.title for a in actions] == [
-        "Pin the value: add `torch._check(size == 4)` (export then accepts only this value)",
+        "Pin the value: add `torch._check(size == 4)` — assumes `size == 4` for every input; any other value will raise",
         "Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)",
     ]
     text = client.docs[uri][1]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+import shlex
 from typing import Any, cast
 
 from exportlens import fixes
@@ -164,7 +166,18 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
     data["user_line"] = frame.line
     tensor_condition = bool(unmapped) and not any(s in names for s in symbols.symbols_in(expr))
     data["tensor_condition"] = tensor_condition
-    if not is_condition and not tensor_condition:
+    pinnable = bool(source_expr and not unmapped and _pin_inside_call(test, names, values))
+    if is_condition and not pinnable and _inside_torch(failure):  # a pinnable call keeps its pin (split on torch ≤ 2.12)
+        data["torch_internal"] = True
+        data["repro"] = plain_export_repro(ctx)
+        spelled = str(source_expr) if source_expr and not unmapped else short
+        msg = (
+            f"Draft export could not decide `{spelled}` (torch saw `{short}`) inside PyTorch itself: the guard "
+            f"was evaluated by an operator called on this line, not by your code. This is probably a PyTorch "
+            f"bug or limitation rather than code to patch, so no `torch._check` is offered here. With the "
+            f"example inputs it was {result}. Reproduce it with plain torch.export: `{data['repro']}`"
+        )
+    elif not is_condition and not tensor_condition:
         spelled = str(source_expr) if source_expr and not unmapped else short
         pins = [f"{names[s]} == {v}" for s, v in sorted(values.items()) if s in names and isinstance(v, int)]
         data["pin"] = " and ".join(pins) if pins and not unmapped else None
@@ -266,6 +279,35 @@ def float_item_bug(ctx: Context, event: TargetEvent, bug: TorchBug) -> Diagnosti
 
 def _placeable(ctx: Context, where: FloatPlace) -> bool:
     return bool(where.get("line")) and is_user(ctx, where.get("file"))
+
+
+def _inside_torch(failure: ExportFailure) -> bool:
+    """The guard's innermost frame is torch's own code: an ATen operator deciding it (its meta
+    function or decomposition), not a Python expression in the user's code."""
+    stack: list[Any] = list(failure.get("stack") or [])
+    innermost: dict[str, Any] = dict(stack[-1]) if stack else {}
+    file = str(innermost.get("file") or "")
+    return os.sep + "torch" + os.sep in file and innermost.get("name") in ("__call__", "__torch_dispatch__", "proxy_call")
+
+
+def plain_export_repro(ctx: Context) -> str:
+    """A command that runs the target with plain `torch.export.export`, outside ExportLens (for a
+    PyTorch issue: the guard fails there the same way)."""
+    path = ctx.target_file
+    if ctx.target.startswith(("export at ", "compile at ", "trace at ")):
+        return f"python {shlex.quote(path)}"
+    if ctx.target == "model":
+        build = "ns['model'], tuple(ns['example_args']), ns.get('example_kwargs'), dynamic_shapes=ns.get('dynamic_shapes')"
+        code = f"import runpy, torch; ns = runpy.run_path({path!r}, run_name='repro'); torch.export.export({build})"
+    else:
+        factory = ctx.target.rsplit(":", 1)[-1]
+        code = (
+            f"import runpy, torch; s = runpy.run_path({path!r}, run_name='repro')[{factory!r}](); "
+            f"s = s if isinstance(s, dict) else dict(zip(('model', 'example_args', 'example_kwargs'), s)); "
+            f"torch.export.export(s['model'], tuple(s['example_args']), s.get('example_kwargs'), "
+            f"dynamic_shapes=s.get('dynamic_shapes'))"
+        )
+    return f"python -c {shlex.quote(code)}"
 
 
 def guard_added(ctx: Context, failure: ExportFailure, spec: Any) -> list[Diagnostic]:

@@ -56,9 +56,25 @@ def _tensor_names(data: dict[str, Any]) -> list[str] | None:
     return names or None
 
 
+def _prose(cond: str) -> str:
+    return cond.replace("<=", "≤").replace(">=", "≥").replace("!=", "≠").replace("==", "=")
+
+
+def assumption_title(action: str, cond: str, *, otherwise: str | None = None) -> str:
+    """A title that says the fix is an assumption: what it asserts and which inputs then raise."""
+    other = otherwise if otherwise is not None else f"inputs with {_prose(gen.negate(cond))}"
+    return f"{action} — assumes `{cond}` for every input; {other} will raise"
+
+
+def _assume(fix: Fix, cond: str, title: str) -> Fix:
+    return Fix(title, fix.edits, fix.is_preferred, assumes=cond)
+
+
 def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     data = d.data
     if data.get("library"):  # the guard's names are the library's: nothing to state on the project's line
+        return []
+    if data.get("torch_internal"):  # torch decided the guard inside an operator: not user code to patch
         return []
     line = int(data.get("statement_line") or data.get("user_line") or d.range.start.line + 1)
     is_if = data.get("statement_kind") == "if"
@@ -66,14 +82,13 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
         if not is_if:
             return []
         out = _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))
-        return out + [Fix(f.title + " — keeps only this branch", f.edits, False) for f in _item_check(d, text, line)]
+        return out + [Fix(f.title, f.edits, False, assumes=f.assumes) for f in _item_check(d, text, line)]
     if data.get("kind") == "value":
         pin = data.get("pin")
         if not pin:
             return []
-        return _ok(
-            gen.insert_check(text, d.file, line, pin, preferred=True, title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)")
-        )
+        title = assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value")
+        return [_assume(f, pin, title) for f in _ok(gen.insert_check(text, d.file, line, pin, preferred=True))]
     expr = data.get("source_expr")
     if not expr or data.get("result") not in ("True", "False"):
         return []
@@ -81,16 +96,26 @@ def _data_dependent(d: Diagnostic, text: str) -> list[Fix]:
     other = gen.negate(taken)
     if data.get("pin"):  # a condition torch asked inside a call (split on torch ≤ 2.12): only pinning passes
         pin = str(data["pin"])
-        out = _ok(
-            gen.insert_check(text, d.file, line, pin, preferred=True, title=f"Pin the value: add `torch._check({pin})` (export then accepts only this value)")
-        )
-        return out + _ok(gen.insert_check(text, d.file, line, taken, preferred=False, title=f"Add `torch._check({taken})` (settles only this first question)"))
+        out = [
+            _assume(f, pin, assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value"))
+            for f in _ok(gen.insert_check(text, d.file, line, pin, preferred=True))
+        ]
+        return out + [
+            _assume(f, taken, assumption_title(f"Add `torch._check({taken})`", taken) + " (settles only this first question)")
+            for f in _ok(gen.insert_check(text, d.file, line, taken, preferred=False))
+        ]
     # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
     # occurrence); the `if` is only decided once every part is checked
     chain = gen.chained_conditions(text, line, expr) if is_if and data["result"] == "True" else [taken]
     shown = " and ".join(f"`torch._check({c})`" for c in chain)
-    out = _ok(gen.insert_checks(text, d.file, line, chain, preferred=True, title=f"Add {shown} (assume the branch the example took)"))
-    out += _ok(gen.insert_check(text, d.file, line, other, preferred=False, title=f"Add `torch._check({other})` (assume the other branch)"))
+    assumed = " and ".join(chain)
+    out = [
+        _assume(f, assumed, assumption_title(f"Add {shown}", assumed, otherwise=None if len(chain) == 1 else "other inputs"))
+        for f in _ok(gen.insert_checks(text, d.file, line, chain, preferred=True))
+    ]
+    out += [
+        _assume(f, other, assumption_title(f"Add `torch._check({other})`", other)) for f in _ok(gen.insert_check(text, d.file, line, other, preferred=False))
+    ]
     if is_if:
         out += [Fix(f.title, f.edits, False) for f in _ok(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))]
     return out
@@ -108,7 +133,13 @@ def _item_check(d: Diagnostic, text: str, line: int) -> list[Fix]:
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
         return []
     left = ast.get_source_segment(test, node.left)
-    return _ok(gen.insert_item_check(text, d.file, line, left)) if left else []
+    if not left:
+        return []
+    out = []
+    for f in _ok(gen.insert_item_check(text, d.file, line, left)):
+        action = f.title.split(" (assume")[0]
+        out.append(_assume(f, test, assumption_title(action, test) + " (keeps only this branch)"))
+    return out
 
 
 def _first_symbol(d: Diagnostic) -> str:
@@ -243,9 +274,10 @@ def editor_fixes(d: Diagnostic, read: Reader = read_disk) -> list[Fix]:
 
 
 def attach(diags: list[Diagnostic], read: Reader = read_disk) -> None:
-    """Fill `fixes` of every diagnostic (the CLI's JSON and SARIF carry them); a notebook's keep theirs."""
+    """Fill `fixes` of every diagnostic that has none yet (the CLI's JSON and SARIF carry them);
+    a notebook's keep theirs."""
     for d in diags:
-        if d.cell is None:
+        if d.cell is None and not d.fixes:
             d.fixes = fixes_for(d, read)
 
 
@@ -269,19 +301,45 @@ class Applied:
         return "\n".join(lines) or "nothing to fix"
 
 
+def _with_verification(computed: list[Fix], known: list[Fix]) -> list[Fix]:
+    """Fixes computed on the files as they are now, ranked as `known` (the diagnostic's verified
+    fixes) ranked them when they are the same edits; edits always come from the current text."""
+    verified = {f.key(): f for f in known if f.verification is not None}
+    if not any(c.key() in verified for c in computed):
+        return computed
+    out = [
+        Fix(
+            c.title,
+            c.edits,
+            verified[c.key()].is_preferred if c.key() in verified else False,
+            c.assumes,
+            verified[c.key()].verification if c.key() in verified else None,
+        )
+        for c in computed
+    ]
+    order = {f.key(): i for i, f in enumerate(known)}
+    return sorted(out, key=lambda f: order.get(f.key(), len(order)))
+
+
 def _conflicts(a: TextEdit, b: TextEdit) -> bool:
-    """Two edits of one file that cannot both apply: overlapping, or inserting at the same point."""
+    """Two edits of one file that cannot both apply: overlapping, or inserting at the same point
+    (edits that only meet, one ending where the next starts, apply in a clear order)."""
     if a.file != b.file:
         return False
-    return a.range.start <= b.range.end and b.range.start <= a.range.end
+    if a.range == b.range:
+        return True
+    return a.range.start < b.range.end and b.range.start < a.range.end
 
 
-def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
+def apply_preferred(diags: list[Diagnostic], *, write: bool, assume: bool = False) -> Applied:
     """Apply every preferred fix, all computed against the files as they are now.
 
-    A fix shared by several diagnostics counts once; a fix whose edits touch another chosen fix's
-    lines is left out (and said), so the lines each finding named are never stale. Each file's
-    result must parse, or that file is left alone.
+    Fixes are computed on the files as they are now; where the diagnostic carries verified fixes
+    with the same edits, their verified ranking decides which one is preferred. An assumption fix
+    (`torch._check` of a condition for every input) is applied only with `assume`, otherwise it is
+    left out and said. A fix shared by several diagnostics counts
+    once; a fix whose edits touch another chosen fix's lines is left out (and said), so the lines
+    each finding named are never stale. Each file's result must parse, or that file is left alone.
     """
     out = Applied()
     texts: dict[str, str | None] = {}
@@ -295,7 +353,7 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
     seen: set[tuple[Any, ...]] = set()
     for d in sorted(diags, key=lambda d: (d.file, d.range.start)):
         found, refused = refusals_for(d, read)
-        preferred = [f for f in found if f.is_preferred]
+        preferred = [f for f in _with_verification(found, d.fixes) if f.is_preferred]
         if not preferred:
             if d.severity in (ERROR, WARNING):  # a problem left as it was is said, with the reason
                 why = "; ".join(refused) or (
@@ -304,6 +362,9 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
                 out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: [{d.code}] {why}")
             continue
         fix = preferred[0]
+        if fix.assumes and not assume:
+            out.skipped.append(f"{_shown(d.file)}:{d.range.start.line + 1}: {fix.title}: an assumption, not applied (pass --assume to apply it)")
+            continue
         key = tuple((e.file, e.range, e.new_text) for e in fix.edits)
         if key in seen:
             continue
@@ -318,7 +379,7 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool) -> Applied:
         for e in fix.edits:
             by_file.setdefault(e.file, []).append(e)
     for path, edits in sorted(by_file.items()):
-        old = texts.get(path)
+        old = read(path)
         if old is None:
             continue
         try:

@@ -20,6 +20,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
 from exportlens.lsp.convert import SOURCE, from_lsp_data, lsp_range, path_of, text_hash, uri_of
 from exportlens.lsp.host import Host
+from exportlens.lsp.verification import outcome_suffix
 from exportlens.model import Diagnostic, Fix
 
 STALE = "The file changed since ExportLens ran: save it to run again, then apply the fix"
@@ -33,6 +34,12 @@ def _fixes_for() -> Callable[..., list[Fix]] | None:
 
 
 Reader = Callable[[str], "str | None"]
+
+
+def fix_id(fix: Fix) -> str:
+    """A fix's identity across requests: its edits (the title may gain a verified outcome)."""
+    raw = json.dumps([e.to_json() for e in fix.edits], sort_keys=True)
+    return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _key(diag: Diagnostic) -> str:
@@ -203,15 +210,16 @@ class Actions:
                         )
                     )
                 continue
-            fixes = await self.fixes(diag, fixes_for)
-            for index, fix in enumerate(fixes):
-                action = types.CodeAction(title=fix.title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag], is_preferred=fix.is_preferred or None)
+            fixes = self.ls.verification.fixes(diag, await self.fixes(diag, fixes_for))
+            for fix in fixes:
+                title = fix.title + outcome_suffix(fix.verification, diag.code)
+                action = types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag], is_preferred=fix.is_preferred or None)
                 if lazy:
                     action.data = {
                         "uri": uri,
                         "version": version,
                         "sha": current_sha,
-                        "index": index,
+                        "fix": fix_id(fix),
                         "title": fix.title,
                         "diagnostic": diag.to_json(with_data=True),
                     }
@@ -227,7 +235,7 @@ class Actions:
         try:
             uri = str(data["uri"])
             diag = Diagnostic.from_json(data["diagnostic"])
-            index = int(data["index"])
+            wanted = str(data["fix"])
         except (KeyError, TypeError, ValueError) as exc:
             raise JsonRpcInvalidParams(message=f"not an ExportLens code action: {exc}") from exc
         path = path_of(uri)
@@ -239,9 +247,10 @@ class Actions:
         current = text if text is not None else self.read(path)
         if version != data.get("version") or current is None or text_hash(current) != data.get("sha"):
             raise JsonRpcContentModified(message="The document changed since this fix was offered; ask for fixes again")
-        if index >= len(fixes) or fixes[index].title != data.get("title"):
+        chosen = next((f for f in fixes if fix_id(f) == wanted and f.title == data.get("title")), None)
+        if chosen is None:
             raise JsonRpcContentModified(message="This fix no longer applies to the document")
-        action.edit = self.workspace_edit(fixes[index])
+        action.edit = self.workspace_edit(chosen)
         return action
 
     # -- building edits -----------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from exportlens import __version__
 
-COMMANDS = ["exportlens.runDraftExport", "exportlens.saveOpProfiles"]
+COMMANDS = ["exportlens.runDraftExport", "exportlens.makeExportable", "exportlens.saveOpProfiles"]  # as the server registers them
 # LSP 3.17 notebook sync (lsp/server.py NOTEBOOK_SYNC): Jupyter notebooks' Python cells, with save notifications
 NOTEBOOK_SYNC = {"notebookSelector": [{"notebook": "jupyter-notebook", "cells": [{"language": "python"}]}], "save": True}
 

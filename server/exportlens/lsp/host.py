@@ -14,8 +14,9 @@ from lsprotocol import types
 from pygls.progress import Progress
 from pygls.workspace import Workspace
 
+from exportlens.engine import Engine
 from exportlens.lsp.settings import Settings
-from exportlens.model import Diagnostic
+from exportlens.model import Diagnostic, Fix
 
 
 class TextsView(Protocol):
@@ -25,6 +26,8 @@ class TextsView(Protocol):
 
     def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]: ...
 
+    def engine(self) -> Engine: ...
+
 
 class FixWarmer(Protocol):
     """Computes the quick fixes of fresh diagnostics ahead of the client's request."""
@@ -32,11 +35,20 @@ class FixWarmer(Protocol):
     async def warm(self, paths: list[str]) -> None: ...
 
 
+class Verifications(Protocol):
+    """Verifies a published run's fixes in the background; decorates fixes with the outcomes."""
+
+    def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None]) -> None: ...
+
+    def fixes(self, diag: Diagnostic, fixes: list[Fix]) -> list[Fix]: ...
+
+
 class Host(Protocol):
     """The server, as the features see it."""
 
     settings: Settings
     open_docs: dict[str, str]
+    trusted: bool
 
     @property
     def workspace(self) -> Workspace: ...
@@ -51,7 +63,13 @@ class Host(Protocol):
     def actions(self) -> FixWarmer: ...
 
     @property
+    def verification(self) -> Verifications: ...
+
+    @property
     def work_done_progress(self) -> Progress: ...
+
+    @property
+    def protocol(self) -> Any: ...
 
     def window_log_message(self, params: types.LogMessageParams) -> None: ...
 

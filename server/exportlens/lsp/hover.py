@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from exportlens.lsp.convert import doc_url
-from exportlens.model import Diagnostic
+from exportlens.model import Diagnostic, Fix
 
 _SYMBOL = re.compile(r"\b([us]\d+)\b")
 
@@ -54,8 +54,29 @@ def assignment_of(text: str | None, name: str, before_line: int) -> tuple[int, s
     return best
 
 
-def hover_markdown(diag: Diagnostic, text: str | None) -> str:
-    """Markdown for one diagnostic; `text` is the file's current text (for symbol origins)."""
+def _outcome(fix: Fix) -> str:
+    v = fix.verification
+    if v is None:
+        return "not verified"
+    words = {
+        "export-passes": "export passes ✓",
+        "fixes-this": "fixes this",
+        "no-effect": "does not help",
+        "breaks": "breaks the target",
+        "not-checked": "not verified",
+    }.get(v.status, v.status)
+    if v.remaining:
+        words += f"; remaining: {', '.join(f'`{c}`' for c in v.remaining)}"
+    if v.same_outputs is False:
+        words += "; changes the model's outputs on the example inputs"
+    if v.detail and v.status in ("breaks", "not-checked"):
+        words += f" ({_cell(v.detail)[:160]})"
+    return f"{words} ({v.seconds:.1f} s)" if v.status != "not-checked" else words
+
+
+def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None = None) -> str:
+    """Markdown for one diagnostic; `text` is the file's current text (for symbol origins);
+    `fixes`, when verified, are listed with what re-running the target with each one showed."""
     d = diag.data
     out = [f"**ExportLens · `{diag.code}`** — {_title(diag.code)}", ""]
     source_expr, expr = d.get("source_expr"), d.get("expr")
@@ -122,6 +143,11 @@ def hover_markdown(diag: Diagnostic, text: str | None) -> str:
             out += ["Reproduce it:", "```", str(d["repro"]), "```"]
     if d.get("graph_diff"):
         out += ["", "**Graph diff (trace vs check)**", "```", str(d["graph_diff"]).strip(), "```"]
+    if fixes:
+        out += ["", "**Fixes, verified by re-running the target with each one**"]
+        for f in fixes:
+            star = " (preferred)" if f.is_preferred else ""
+            out.append(f"- {f.title}{star}: {_outcome(f)}")
     url = doc_url(diag.code, d)
     if url:
         out += ["", f"[PyTorch documentation]({url})"]

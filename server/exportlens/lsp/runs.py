@@ -343,6 +343,7 @@ class Runs:
             self.publish(f)
         self.ls.refresh_code_lens()
         self.ls.background(self.ls.actions.warm(touched))
+        self.ls.verification.start(owner, list(result.diagnostics), texts)  # after publishing: never delays it
 
     def current_text(self, path: str) -> tuple[str | None, int | None]:
         """The editor's text and version of `path` if it is open, else (None, None)."""

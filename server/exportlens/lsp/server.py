@@ -29,8 +29,10 @@ from exportlens.lsp.notebooks import Notebooks
 from exportlens.lsp.progress import problems_text
 from exportlens.lsp.runs import Runs, RunSummary
 from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
+from exportlens.lsp.verification import FixVerification
 
 RUN_COMMAND = "exportlens.runDraftExport"
+MAKE_EXPORTABLE_COMMAND = "exportlens.makeExportable"
 SAVE_PROFILES_COMMAND = "exportlens.saveOpProfiles"
 # LSP 3.17 notebook sync: Jupyter notebooks' Python cells; the client tells us when the notebook is saved
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
@@ -72,6 +74,7 @@ class ExportLensServer(LanguageServer):
         self.runs = Runs(self)
         self.actions = Actions(self)
         self.notebooks = Notebooks(self, self.runs.engine)
+        self.verification = FixVerification(self)
         self.requests: dict[Any, asyncio.Task[Any]] = {}  # request id → its handler task (for $/cancelRequest)
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -222,6 +225,7 @@ def register_lifecycle(server: ExportLensServer) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: ExportLensServer, params: Any) -> None:
+        await ls.verification.close()
         await ls.runs.close()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -253,6 +257,12 @@ def register_documents(server: ExportLensServer) -> None:
         if done is None or done.texts.get(path) != doc.text:
             ls.run_file_soon(path)
 
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: ExportLensServer, params: types.DidChangeTextDocumentParams) -> None:
+        path = path_of(params.text_document.uri)
+        if path is not None:
+            ls.verification.cancel_touching(path, "edited")
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: ExportLensServer, params: types.DidCloseTextDocumentParams) -> None:
         path = path_of(params.text_document.uri)
@@ -268,6 +278,7 @@ def register_documents(server: ExportLensServer) -> None:
         if not ls.trusted:
             ls.tell_untrusted()
             return
+        ls.verification.cancel_touching(path, "saved")
         for owner in ls.runs.owners_for_save(path):
             ls.run_file_soon(owner)
 
@@ -321,7 +332,7 @@ def register_hover(server: ExportLensServer) -> None:
         for diag, _sha, _owner in ls.runs.diagnostics_in(path):
             r = diag.range
             if (r.start.line, r.start.character) <= pos <= (r.end.line, r.end.character):
-                parts.append(hover_markdown(diag, text))
+                parts.append(hover_markdown(diag, text, ls.verification.for_hover(diag)))
                 first = first or diag
         if first is None:
             return None
@@ -355,11 +366,13 @@ def register_code_lens(server: ExportLensServer) -> None:
             if res is not None and ran is not None:
                 n = res.problems(t.name)
                 lenses.append(types.CodeLens(range=rng, command=types.Command(title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
+                if n:
+                    lenses.append(types.CodeLens(range=rng, command=types.Command(title="⚙ Make it export", command=MAKE_EXPORTABLE_COMMAND, arguments=[uri])))
         return lenses
 
 
 def register_commands(server: ExportLensServer) -> None:
-    """`exportlens.runDraftExport` and `exportlens.saveOpProfiles`."""
+    """`exportlens.runDraftExport`, `exportlens.makeExportable` and `exportlens.saveOpProfiles`."""
 
     @server.command(RUN_COMMAND)
     async def run_draft_export(ls: ExportLensServer, *args: Any) -> dict[str, Any] | None:
@@ -369,6 +382,20 @@ def register_commands(server: ExportLensServer) -> None:
             ls.requests[msg_id] = task
         try:
             return await ls.run_command(args)
+        finally:
+            ls.requests.pop(msg_id, None)
+
+    @server.command(MAKE_EXPORTABLE_COMMAND)
+    async def make_exportable(ls: ExportLensServer, *args: Any) -> dict[str, Any]:
+        """Fix, verify, repeat on the editor's texts; one WorkspaceEdit the user confirms."""
+        from exportlens.lsp.make_export import run_make_exportable
+
+        msg_id = ls.protocol.msg_id
+        task = asyncio.current_task()
+        if msg_id is not None and task is not None:
+            ls.requests[msg_id] = task
+        try:
+            return await run_make_exportable(ls, args)
         finally:
             ls.requests.pop(msg_id, None)
 

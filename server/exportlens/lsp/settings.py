@@ -13,6 +13,8 @@ from typing import Any
 SECTION = "exportlens"
 RUN_ON_SAVE = "onSave"
 RUN_MANUAL = "manual"
+VERIFY_ON, VERIFY_OFF = "on", "off"
+UNHELPFUL_LAST, UNHELPFUL_HIDE = "last", "hide"
 # Settings package.json declares that only the client reads: VS Code's language client logs the
 # LSP traffic itself for `trace.server`; the server gets nothing to do with it.
 CLIENT_ONLY_KEYS = frozenset({"trace.server"})
@@ -26,6 +28,9 @@ class Settings:
     targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
     compile_backend: str = "eager"  # torch.compile targets: eager | aot_eager | inductor
     jobs: int | None = None  # jobs at once (files saved together queue FIFO); None = one per core
+    verify_fixes: str = VERIFY_ON  # re-run each fix in memory after publishing, and say what it did
+    verify_budget_seconds: float = 30.0  # for all fixes of one file's run
+    unhelpful_fixes: str = UNHELPFUL_LAST  # fixes verified as no-effect/breaks: listed last, or hidden
 
     @classmethod
     def parse(cls, raw: Any, base: Settings | None = None) -> Settings:
@@ -51,6 +56,15 @@ class Settings:
         jobs = raw.get("jobs", out.jobs)
         if jobs is None or isinstance(jobs, int) and not isinstance(jobs, bool) and 1 <= jobs <= 256:
             out.jobs = jobs
+        verify = raw.get("verifyFixes", out.verify_fixes)
+        if verify in (VERIFY_ON, VERIFY_OFF):
+            out.verify_fixes = verify
+        budget = raw.get("verifyBudgetSeconds", out.verify_budget_seconds)
+        if isinstance(budget, (int, float)) and not isinstance(budget, bool) and 0 < budget <= 3600:
+            out.verify_budget_seconds = float(budget)
+        unhelpful = raw.get("unhelpfulFixes", out.unhelpful_fixes)
+        if unhelpful in (UNHELPFUL_LAST, UNHELPFUL_HIDE):
+            out.unhelpful_fixes = unhelpful
         targets = raw.get("targets", out.targets)
         if isinstance(targets, list):
             out.targets = [t for t in targets if isinstance(t, str)]

@@ -289,5 +289,26 @@ def _message(exc: BaseException) -> str:
     return text if len(text) <= 8000 else text[:8000] + "\n…"
 
 
+def fingerprint(value: Any) -> list[dict[str, Any]]:
+    """Each tensor leaf of a model's output as shape, dtype, a hash of its bytes and its sums, so
+    two runs (original and fixed code, in different processes) can be compared without shipping
+    tensors. Non-tensor leaves are kept as their repr."""
+    import hashlib
+
+    leaves, _ = torch.utils._pytree.tree_flatten(value)
+    out: list[dict[str, Any]] = []
+    for leaf in leaves:
+        if not isinstance(leaf, torch.Tensor):
+            out.append({"value": repr(leaf)[:200]})
+            continue
+        t = leaf.detach().cpu().contiguous().clone()  # a storage holding exactly its elements
+        item: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype), "hash": hashlib.sha1(bytes(t.untyped_storage())).hexdigest()[:16]}
+        if not t.is_complex():
+            wide = t.double()
+            item["sum"], item["abs_sum"] = float(wide.sum()), float(wide.abs().sum())
+        out.append(item)
+    return out
+
+
 def torch_version() -> str:
     return str(torch.__version__)

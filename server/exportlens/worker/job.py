@@ -3,7 +3,11 @@
 A job request (JSON) is `{"file", "root", "main": bool, "factories": [names], "module_vars": bool,
 "source": text}`. `source` is the text the server planned (the editor's buffer, or one snapshot
 of the file): the job compiles that text under the file's real name rather than reading the disk
-again, which an editor may be rewriting at this very moment.
+again, which an editor may be rewriting at this very moment. Optionally `"overrides": {path: text}`:
+texts of other files (helpers) to run instead of their disk contents; `source` and `overrides`
+are both served by `overlay` (nothing is written to disk). For fix verification, `"outputs": true`
+also runs each model eagerly on its example inputs and reports a fingerprint of the outputs, and
+`"plain_export": true` runs plain `torch.export.export` on every target draft export found clean.
 Each analysed target is written to `emit` as soon as it is done, so a crash later in the
 script keeps the targets already finished.
 """
@@ -12,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import runpy
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +23,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture, compat, compile_watch, stacks, trace_watch
+from exportlens.worker import capture, compat, compile_watch, overlay, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -39,6 +42,8 @@ class Recorder:
         self.reported: set[int] = set()
         self.values: dict[str, Any] = {}
         self.save_profiles = False
+        self.outputs = False  # fingerprint the eager outputs (fix verification compares them)
+        self.plain_export = False  # confirm a clean draft with plain torch.export.export
         self.count = 0
         self._active = False
         self.floats: list[dict[str, Any]] = []  # where each unbacked float symbol came from, in order
@@ -255,8 +260,11 @@ class Recorder:
                     plain_exc = again
             self._active = False
             event["seconds"] = time.perf_counter() - started
+            event.update(self._eager(mod, args, kwargs))
             if plain_exc is None:  # draft export's own bug: the target exports fine
                 event.update({"failures": [], "draft_crash": {**draft_info, "plain_export": "ok"}})
+                if self.plain_export:
+                    event["plain_export"] = "ok"
                 self.emit(event)
                 return plain_ep
             self.reported.add(id(plain_exc))
@@ -273,6 +281,9 @@ class Recorder:
         seconds = time.perf_counter() - started
         failures = capture.report_failures(ep, self.defines, watch.stack_of)
         saved = self._save_profiles(ep, file, line) if self.save_profiles else None
+        extra = self._eager(mod, args, kwargs)
+        if self.plain_export and not failures:
+            extra["plain_export"] = self._plain(mod, args, kwargs, options)
         self.emit(
             {
                 "event": "target",
@@ -282,9 +293,38 @@ class Recorder:
                 "values": dict(self.values),
                 "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
                 "op_profiles": saved,
+                **extra,
             }
         )
         return ep
+
+    def _eager(self, mod: Any, args: Any, kwargs: Any) -> dict[str, Any]:
+        """The model run eagerly on its example inputs: a fingerprint of what it returned or raised."""
+        if not self.outputs:
+            return {}
+        try:
+            with torch.no_grad():
+                return {"outputs": capture.fingerprint(mod(*args, **(kwargs or {})))}
+        except Exception as exc:
+            return {"outputs_error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]}
+
+    def _plain(self, mod: Any, args: Any, kwargs: Any, options: dict[str, Any]) -> str:
+        """ "ok", or what plain `torch.export.export` raised with the same arguments."""
+        self._active = True
+        try:
+            self._export(
+                mod,
+                args,
+                kwargs,
+                dynamic_shapes=options.get("dynamic_shapes"),
+                strict=bool(options.get("strict")),
+                preserve_module_call_signature=options.get("preserve_module_call_signature", ()),
+            )
+            return "ok"
+        except Exception as exc:
+            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
+        finally:
+            self._active = False
 
 
 def _raised_inside_torch(exc: BaseException) -> bool:
@@ -397,8 +437,15 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     """Run the job described by `request`, emitting one event per target."""
     file = os.path.abspath(request["file"])
     root = os.path.abspath(request.get("root") or os.path.dirname(file))
+    overrides = dict(request.get("overrides") or {})
+    source = request.get("source")
+    if source is not None:  # the planned text of the file itself
+        overrides.setdefault(file, source)
+    overlay.install(overrides)
     rec = Recorder(emit, root)
     rec.save_profiles = bool(request.get("save_op_profiles"))
+    rec.outputs = bool(request.get("outputs"))
+    rec.plain_export = bool(request.get("plain_export"))
     rec.install()
     if request.get("compile"):
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
@@ -416,8 +463,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     namespace: dict[str, Any] = {}
     try:
         try:
-            source = request.get("source")
-            namespace = runpy.run_path(file, run_name=run_name) if source is None else run_source(file, source, run_name)
+            namespace = overlay.run_path(file, run_name)
         finally:
             compile_watch.finish()  # compile targets are reported once the script is done (or died)
     except SystemExit as exc:
@@ -467,33 +513,6 @@ def run(request: dict[str, Any], emit: Emit) -> None:
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
-
-
-def run_source(file: str, text: str, run_name: str) -> dict[str, Any]:
-    """`runpy.run_path` for a text we already have: same module set-up, `file` as its name.
-
-    The text goes into `linecache` (without an mtime, so it is never re-read from disk): tracebacks,
-    `inspect` and torch's own source lookups then show the lines that actually ran.
-    """
-    import builtins
-    import linecache
-    import types
-
-    code = compile(text, file, "exec", dont_inherit=True)
-    linecache.cache[file] = (len(text), None, text.splitlines(keepends=True), file)
-    module = types.ModuleType(run_name)
-    module.__dict__.update(__file__=file, __cached__=None, __loader__=None, __package__=None, __spec__=None, __builtins__=builtins)
-    missing = object()
-    before = sys.modules.get(run_name, missing)
-    sys.modules[run_name] = module
-    try:
-        exec(code, module.__dict__)
-    finally:
-        if before is missing:
-            sys.modules.pop(run_name, None)
-        else:
-            sys.modules[run_name] = before  # type: ignore[assignment]
-    return dict(module.__dict__)
 
 
 def _call_factory(fn: Callable[[], Any]) -> dict[str, Any]:

@@ -1,0 +1,148 @@
+"""Verified fixes and "Make it export" in the language server, with the real engine and torch.
+
+Verification starts only after a run's diagnostics are published, decorates the quick fixes and
+the hover with each fix's outcome, and is cancelled by a newer edit. "Make it export" answers
+with one annotated WorkspaceEdit that needs confirmation, after which the file exports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsp_helpers import (
+    WAIT,
+    change_doc,
+    copy_examples,
+    init_params,
+    next_publish,
+    open_doc,
+    save_doc,
+    server_config,
+    spans,
+    wait_for,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_examples(tmp_path_factory.mktemp("verify"))
+
+
+@pytest_lsp.fixture(scope="module", config=server_config())
+async def client(lsp_client: LanguageClient, ws: Path):
+    await asyncio.wait_for(lsp_client.initialize_session(init_params(ws, settings={"verifyBudgetSeconds": 240})), 30)
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 30)
+
+
+def _field(params: Any, name: str) -> Any:
+    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+
+
+def verifications(client: LanguageClient, uri: str, state: str | None = None) -> list[tuple[float, Any]]:
+    return [
+        (t, p)
+        for t, p in client.verifications  # type: ignore[attr-defined]
+        if _field(p, "uri") == uri and (state is None or _field(p, "state") == state)
+    ]
+
+
+async def actions_for(client: LanguageClient, uri: str, diags: list[types.Diagnostic]) -> list[types.CodeAction]:
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=diags[0].range,
+        context=types.CodeActionContext(diagnostics=diags, only=[types.CodeActionKind.QuickFix]),
+    )
+    got = await asyncio.wait_for(client.text_document_code_action_async(params), 10)
+    return [a for a in got or [] if isinstance(a, types.CodeAction)]
+
+
+async def test_verification_starts_after_publish_and_decorates_the_fixes(client: LanguageClient, ws: Path) -> None:
+    since = time.monotonic()
+    uri = open_doc(client, ws / "data_dependent" / "item_branch.py")
+    pub = await next_publish(client, uri, since)
+    published_at = max(t for t, p in client.publishes if p.uri == uri)  # type: ignore[attr-defined]
+    assert spans(pub.diagnostics) == [(8, 11, 8, 16, "data-dependent-guard")]
+    ((started_at, started),) = await wait_for(lambda: verifications(client, uri, "started"), WAIT, "verification to start")
+    first_publish = min(t for t, p in client.publishes if p.uri == uri and t >= since)  # type: ignore[attr-defined]
+    assert first_publish <= published_at <= started_at, "verification began before the diagnostics were published"
+    assert _field(started, "fixes") == 3
+    ((_, done),) = await wait_for(lambda: verifications(client, uri, "done"), 300, "verification to finish")
+    assert list(_field(done, "statuses")) == ["breaks", "export-passes", "export-passes"]
+
+    actions = await actions_for(client, uri, list(pub.diagnostics))
+    assert [(a.title, bool(a.is_preferred)) for a in actions] == [
+        ("Rewrite this if/return as `torch.cond` (keeps both branches in the exported graph) — export passes ✓", True),
+        ("Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise — export passes ✓", False),
+        ("Add `torch._check(n <= 2)` — assumes `n <= 2` for every input; inputs with n > 2 will raise — breaks the target", False),
+        ("Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)", False),
+    ]
+    resolved = await asyncio.wait_for(client.code_action_resolve_async(actions[1]), 10)
+    assert resolved.edit is not None and resolved.edit.document_changes
+    change = resolved.edit.document_changes[0]
+    assert isinstance(change, types.TextDocumentEdit) and change.edits[0].new_text == "        torch._check(n > 2)\n"
+
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=8, character=13))),
+        10,
+    )
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "**Fixes, verified by re-running the target with each one**" in text
+    assert "- Rewrite this if/return as `torch.cond` (keeps both branches in the exported graph) (preferred): export passes ✓" in text
+    assert "will raise: breaks the target; changes the model's outputs on the example inputs (the model now raises" in text
+
+
+async def test_a_newer_edit_cancels_verification(client: LanguageClient, ws: Path) -> None:
+    since = time.monotonic()
+    uri = open_doc(client, ws / "data_dependent" / "tensor_branch.py")
+    await next_publish(client, uri, since)
+    await wait_for(lambda: verifications(client, uri, "started"), WAIT, "verification to start")
+    text = client.docs[uri][1]  # type: ignore[attr-defined]
+    change_doc(client, uri, "# typing\n" + text)
+    ((_, cancelled),) = await wait_for(lambda: verifications(client, uri, "cancelled"), 30, "verification to be cancelled")
+    assert _field(cancelled, "reason") == "edited"
+    assert verifications(client, uri, "done") == []
+    change_doc(client, uri, text)
+
+
+async def test_make_it_export_sends_one_confirmed_edit_and_the_file_exports(client: LanguageClient, ws: Path) -> None:
+    path = ws / "data_dependent" / "two_branches.py"
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(7, 11, 7, 22, "data-dependent-guard"), (9, 11, 9, 22, "data-dependent-guard")]
+    lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))), 10)
+    make = [lens for lens in lenses if lens.command is not None and lens.command.command == "exportlens.makeExportable"]
+    assert [(lens.range.start.line, lens.command.title, list(lens.command.arguments or [])) for lens in make if lens.command] == [
+        (14, "⚙ Make it export", [uri])
+    ]
+    before = len(client.applied_edits)  # type: ignore[attr-defined]
+    answer = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.makeExportable", arguments=[uri])), 600
+    )
+    assert answer["applied"] is True and answer["passes"] is True, answer
+    assert answer["summary"] == "1 round, 2 fixes, export passes"
+    (sent,) = client.applied_edits[before:]  # type: ignore[attr-defined]
+    edit = sent.edit
+    assert edit.change_annotations is not None
+    (annotation,) = edit.change_annotations.values()
+    assert annotation.needs_confirmation is True and annotation.label == "Make it export"
+    (change,) = edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    assert all(isinstance(e, types.AnnotatedTextEdit) for e in change.edits)
+    text = client.docs[uri][1]  # type: ignore[attr-defined]
+    assert text.count("torch.cond(") == 2
+    since = time.monotonic()
+    save_doc(client, uri)
+    pub = await next_publish(client, uri, since)
+    assert list(pub.diagnostics) == []
