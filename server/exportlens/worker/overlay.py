@@ -87,7 +87,10 @@ def install(overrides: dict[str, str]) -> None:
         _overrides[_norm(path)] = text
         _cache_lines(os.path.abspath(path), text)
     if _overrides and _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)  # overridden files exist on disk: the finders' caches stay valid
+        # just before the path finder (builtins and frozen modules are found as usual): for any other
+        # module it answers what the path finder would, so imports cost no more than without overrides
+        where = next((i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder), len(sys.meta_path))
+        sys.meta_path.insert(where, _finder)
 
 
 def uninstall() -> None:
