@@ -269,6 +269,7 @@ def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str)
         most = max(most, running)
     assert most <= 2
     starts = [i for _, kind, i in events if kind == "start"]
-    # the first two asked run first; the strict order of the rest is test_worker_client's (FIFO slots): here a
-    # process started later may reach its first line later on a loaded machine
-    assert sorted(starts[:2]) == [0, 1]
+    # a later job gets a slot only when one of the first two asked has ended, so one of those starts first; the
+    # strict order is test_worker_client's (FIFO slots): on a loaded machine job 1 may reach its first line after
+    # job 0 ended and job 2 began
+    assert starts[0] in (0, 1)
