@@ -229,6 +229,20 @@ def _find_definition(tree: ast.Module, line: int) -> ast.stmt | None:
     return None
 
 
+def _start(text: str, op: str, profiles: Sequence[dict[str, Any]]) -> tuple[ast.Module, str, str] | Refusal:
+    """What both fake-kernel fixes need first: the parsed text, the op's short and qualified names."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    if not profiles:
+        return Refusal("draft_export recorded no profile for this op; cannot tell its output")
+    try:
+        _ns, name, _ = split_op_name(op)
+    except ValueError as exc:
+        return Refusal(str(exc))
+    return tree, name, qualified_name(op)
+
+
 def register_fake_fix(
     text: str,
     file: str,
@@ -244,16 +258,10 @@ def register_fake_fix(
     "kind": "custom_op" | "library", "function": name (custom_op)}``; ``profiles``: dicts
     ``{"args": [{"rank","dtype","device"} | None, ...], "out": {...} | [{...}, ...]}``.
     """
-    tree = parse_or_refuse(text)
-    if isinstance(tree, Refusal):
-        return tree
-    if not profiles:
-        return Refusal("draft_export recorded no profile for this op; cannot tell its output")
-    try:
-        _ns, name, _ = split_op_name(op)
-    except ValueError as exc:
-        return Refusal(str(exc))
-    qual = qualified_name(op)
+    start = _start(text, op, profiles)
+    if isinstance(start, Refusal):
+        return start
+    tree, name, qual = start
     kind = definition.get("kind")
     node = _find_definition(tree, int(definition["line"]))
     if node is None:
@@ -353,16 +361,10 @@ def register_fake_in_project_fix(
     The library's files are not the user's to edit; `torch.library.register_fake("ns::op")` works
     from any module that runs before the export.
     """
-    tree = parse_or_refuse(text)
-    if isinstance(tree, Refusal):
-        return tree
-    if not profiles:
-        return Refusal("draft_export recorded no profile for this op; cannot tell its output")
-    try:
-        _ns, name, _ = split_op_name(op)
-    except ValueError as exc:
-        return Refusal(str(exc))
-    qual = qualified_name(op)
+    start = _start(text, op, profiles)
+    if isinstance(start, Refusal):
+        return start
+    tree, name, qual = start
     if re.search(rf"register_fake\(\s*[\"']{re.escape(qual)}[\"']", text):
         return Refusal(f"`{qual}` already has a fake kernel in this file")
     binding = torch_binding(tree)

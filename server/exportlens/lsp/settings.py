@@ -44,9 +44,7 @@ class Settings:
         if isinstance(interp, list):  # VS Code's python.interpreter style: ["path", *args]
             interp = interp[0] if interp and isinstance(interp[0], str) else None
         out.interpreter = interp.strip() or None if isinstance(interp, str) else None
-        timeout = raw.get("timeoutSeconds", out.timeout_seconds)
-        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout <= 86400:
-            out.timeout_seconds = float(timeout)
+        out.timeout_seconds = _seconds(raw.get("timeoutSeconds"), 86400, out.timeout_seconds)
         run = raw.get("run", out.run)
         if run in (RUN_ON_SAVE, RUN_MANUAL):
             out.run = run
@@ -59,9 +57,7 @@ class Settings:
         verify = raw.get("verifyFixes", out.verify_fixes)
         if verify in (VERIFY_ON, VERIFY_OFF):
             out.verify_fixes = verify
-        budget = raw.get("verifyBudgetSeconds", out.verify_budget_seconds)
-        if isinstance(budget, (int, float)) and not isinstance(budget, bool) and 0 < budget <= 3600:
-            out.verify_budget_seconds = float(budget)
+        out.verify_budget_seconds = _seconds(raw.get("verifyBudgetSeconds"), 3600, out.verify_budget_seconds)
         unhelpful = raw.get("unhelpfulFixes", out.unhelpful_fixes)
         if unhelpful in (UNHELPFUL_LAST, UNHELPFUL_HIDE):
             out.unhelpful_fixes = unhelpful
@@ -69,3 +65,10 @@ class Settings:
         if isinstance(targets, list):
             out.targets = [t for t in targets if isinstance(t, str)]
         return out
+
+
+def _seconds(value: object, most: float, current: float) -> float:
+    """A number of seconds in (0, most], else the current value (a bad setting keeps the last good one)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= most:
+        return float(value)
+    return current

@@ -390,17 +390,7 @@ def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, An
     model = spec.get("model")
     args = spec.get("example_args", ())
     if not _is_module(model):
-        emit(
-            {
-                "event": "target",
-                "name": name,
-                "file": file,
-                "line": line,
-                "kind": "export",
-                "seconds": 0.0,
-                "target_error": f"'model' must be a torch.nn.Module instance, got {type(model).__name__}",
-            }
-        )
+        _target_error(emit, name, file, line, f"'model' must be a torch.nn.Module instance, got {type(model).__name__}")
         return
     if not isinstance(args, tuple):
         args = tuple(args) if isinstance(args, list) else (args,)
@@ -417,20 +407,20 @@ def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, An
     )
 
 
-def _script_failed(emit: Emit, file: str, started: float, exc: BaseException, target_error: str) -> None:
-    """The script itself failed (or exited) outside any target: one target event for the file says why."""
-    emit(
-        {
-            "event": "target",
-            "name": os.path.basename(file),
-            "file": file,
-            "line": 1,
-            "kind": "export",
-            "seconds": time.perf_counter() - started,
-            "exception": capture.exception_info(exc),
-            "target_error": target_error,
-        }
-    )
+def _target_error(emit: Emit, name: str, file: str, line: int, message: str, *, started: float | None = None, exc: BaseException | None = None) -> None:
+    """A target (or the whole script) that could not be built or run: one `target` event says why."""
+    event: dict[str, Any] = {
+        "event": "target",
+        "name": name,
+        "file": file,
+        "line": line,
+        "kind": "export",
+        "seconds": 0.0 if started is None else time.perf_counter() - started,
+    }
+    if exc is not None:
+        event["exception"] = capture.exception_info(exc)
+    event["target_error"] = message
+    emit(event)
 
 
 def run(request: dict[str, Any], emit: Emit) -> None:
@@ -469,26 +459,25 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     except SystemExit as exc:
         if id(exc) not in rec.reported and rec.count == 0 and not request.get("compile") and not request.get("trace"):
             # sys.exit(0) too: the targets never ran, and a silent "0 problems" would say they were fine
-            _script_failed(emit, file, started, exc, f"the script called sys.exit({exc.code!r}) before any export target ran")
+            _target_error(
+                emit, os.path.basename(file), file, 1, f"the script called sys.exit({exc.code!r}) before any export target ran", started=started, exc=exc
+            )
         return
     except BaseException as exc:
         if id(exc) in rec.reported or getattr(exc, "_exportlens_reported", False):
             return
-        _script_failed(emit, file, started, exc, "running the file raised")
+        _target_error(emit, os.path.basename(file), file, 1, "running the file raised", started=started, exc=exc)
         return
     if request.get("main") and rec.count == 0 and not rec.installed():
-        emit(
-            {
-                "event": "target",
-                "name": os.path.basename(file),
-                "file": file,
-                "line": 1,
-                "kind": "export",
-                "seconds": time.perf_counter() - started,
-                "target_error": "the script replaced torch.export.export before calling it, so ExportLens could not "
-                "see the export (call the real torch.export.export, or declare a target with "
-                "`model` and `example_args`)",
-            }
+        _target_error(
+            emit,
+            os.path.basename(file),
+            file,
+            1,
+            "the script replaced torch.export.export before calling it, so ExportLens could not "
+            "see the export (call the real torch.export.export, or declare a target with "
+            "`model` and `example_args`)",
+            started=started,
         )
     lines = request.get("lines", {})
     if request.get("module_vars") and "model" in namespace and "example_args" in namespace:
@@ -499,17 +488,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
         name = f"{os.path.basename(file)}:{factory}"
         fn = namespace.get(factory)
         if not callable(fn):
-            emit(
-                {
-                    "event": "target",
-                    "name": name,
-                    "file": file,
-                    "line": line,
-                    "kind": "export",
-                    "seconds": 0.0,
-                    "target_error": f"no callable named '{factory}' in {os.path.basename(file)}",
-                }
-            )
+            _target_error(emit, name, file, line, f"no callable named '{factory}' in {os.path.basename(file)}")
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
         _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
@@ -526,17 +505,6 @@ def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[]
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        emit(
-            {
-                "event": "target",
-                "name": name,
-                "file": file,
-                "line": line,
-                "kind": "export",
-                "seconds": time.perf_counter() - started,
-                "exception": capture.exception_info(exc),
-                "target_error": "building the target raised",
-            }
-        )
+        _target_error(emit, name, file, line, "building the target raised", started=started, exc=exc)
         return
     _run_spec(rec, name, file, line, spec, emit)
