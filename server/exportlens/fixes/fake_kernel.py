@@ -229,6 +229,25 @@ def _find_definition(tree: ast.Module, line: int) -> ast.stmt | None:
     return None
 
 
+def _kernel_body(profiles: Sequence[dict[str, Any]], names: list[str], tb: str, ctx: str, qual: str, inner: str, unit: str) -> list[str] | Refusal:
+    """The fake kernel's body lines at indent `inner`: one return per distinct profile output, chosen by input metadata."""
+    bodies: list[tuple[dict[str, Any], str, bool]] = []
+    for p in profiles:
+        b, needs = _body(p, names, tb, ctx)
+        if all(b != seen for _, seen, _ in bodies):
+            bodies.append((p, b, needs))
+    out = [f"{inner}{ctx} = {tb}.library.get_ctx()"] if any(needs for _, _, needs in bodies) else []
+    if len(bodies) == 1:
+        return out + [inner + bodies[0][1]]
+    conds = _conditions([p for p, _, _ in bodies], names, tb)
+    if conds is None:
+        return Refusal("the op's profiles differ in their outputs but not in their inputs' rank/dtype")
+    for cond, (_, b, _) in zip(conds, bodies, strict=True):
+        out += [f"{inner}if {cond}:", inner + unit + b]
+    out.append(f"{inner}raise NotImplementedError({('no fake kernel for these inputs of ' + qual)!r})".replace("'", '"'))
+    return out
+
+
 def _start(text: str, op: str, profiles: Sequence[dict[str, Any]]) -> tuple[ast.Module, str, str] | Refusal:
     """What both fake-kernel fixes need first: the parsed text, the op's short and qualified names."""
     tree = parse_or_refuse(text)
@@ -294,31 +313,15 @@ def register_fake_fix(
     names = _positional_names(params)
     used = bound_names(tree)
     ctx = "ctx" if "ctx" not in names else fresh_name(used, "fake_ctx")
-
-    bodies: list[tuple[dict[str, Any], str, bool]] = []
-    for p in profiles:
-        b, needs = _body(p, names, tb, ctx)
-        if all(b != seen for _, seen, _ in bodies):
-            bodies.append((p, b, needs))
     indent = indent_of(lines[stmt_start_line(node) - 1])
     unit = indent_unit(text)
     end = (node.end_lineno or node.lineno) - 1
     nl = newline_of(text, end)
     fname = fresh_name(used, f"_{name}_fake")
-    out = [f"{indent}{decorator}", f"{indent}def {fname}({', '.join(params)}):"]
-    inner = indent + unit
-    if any(needs for _, _, needs in bodies):
-        out.append(f"{inner}{ctx} = {tb}.library.get_ctx()")
-    if len(bodies) == 1:
-        out.append(inner + bodies[0][1])
-    else:
-        conds = _conditions([p for p, _, _ in bodies], names, tb)
-        if conds is None:
-            return Refusal("the op's profiles differ in their outputs but not in their inputs' rank/dtype")
-        for cond, (_, b, _) in zip(conds, bodies, strict=True):
-            out.append(f"{inner}if {cond}:")
-            out.append(inner + unit + b)
-        out.append(f"{inner}raise NotImplementedError({('no fake kernel for these inputs of ' + qual)!r})".replace("'", '"'))
+    body = _kernel_body(profiles, names, tb, ctx, qual, indent + unit, unit)
+    if isinstance(body, Refusal):
+        return body
+    out = [f"{indent}{decorator}", f"{indent}def {fname}({', '.join(params)}):", *body]
     block = nl * (1 if indent else 2) + "".join(ln + nl for ln in out)  # PEP 8: two blank lines at module level
     if end + 1 < len(lines) and not is_blank_or_comment(lines[end + 1]):
         block += nl
@@ -372,26 +375,13 @@ def register_fake_in_project_fix(
     names = _positional_names(params)
     used = bound_names(tree)
     ctx = "ctx" if "ctx" not in names else fresh_name(used, "fake_ctx")
-    bodies: list[tuple[dict[str, Any], str, bool]] = []
-    for p in profiles:
-        b, needs = _body(p, names, tb, ctx)
-        if all(b != seen for _, seen, _ in bodies):
-            bodies.append((p, b, needs))
     unit = indent_unit(text)
     fname = fresh_name(used, f"_{name}_fake")
     decorator = f"@{tb}.library.register_fake({qual!r})".replace("'", '"')
-    out = [decorator, f"def {fname}({', '.join(params)}):"]
-    if any(needs for _, _, needs in bodies):
-        out.append(f"{unit}{ctx} = {tb}.library.get_ctx()")
-    if len(bodies) == 1:
-        out.append(unit + bodies[0][1])
-    else:
-        conds = _conditions([p for p, _, _ in bodies], names, tb)
-        if conds is None:
-            return Refusal("the op's profiles differ in their outputs but not in their inputs' rank/dtype")
-        for cond, (_, b, _) in zip(conds, bodies, strict=True):
-            out += [f"{unit}if {cond}:", unit + unit + b]
-        out.append(f"{unit}raise NotImplementedError({('no fake kernel for these inputs of ' + qual)!r})".replace("'", '"'))
+    body = _kernel_body(profiles, names, tb, ctx, qual, unit, unit)
+    if isinstance(body, Refusal):
+        return body
+    out = [decorator, f"def {fname}({', '.join(params)}):", *body]
     lines = split_lines(text)
     last_import = max((n.end_lineno or n.lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
     nl = newline_of(text)
