@@ -39,13 +39,7 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
     out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": code.co_name}
     if stacks.where(code.co_filename) == "stdlib":
         out["where"] = "stdlib"  # not a library the user imported: the boundary logic skips it
-    try:
-        positions = list(code.co_positions())[frame.f_lasti // 2]
-        line, end_line, col, end_col = positions
-        if line == frame.f_lineno and None not in (end_line, col, end_col):
-            out.update({"end_line": end_line, "col": col, "end_col": end_col})
-    except (AttributeError, IndexError, ValueError):
-        pass
+    out.update(stacks.call_columns(frame))
     return out
 
 

@@ -61,13 +61,20 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
     file = os.path.abspath(code.co_filename) if not code.co_filename.startswith("<") else code.co_filename
     out: dict[str, Any] = {"file": file, "line": frame.f_lineno, "name": code.co_name, "qualname": getattr(code, "co_qualname", code.co_name)}
     out["loc"] = linecache.getline(code.co_filename, frame.f_lineno).strip() or None
+    out.update(call_columns(frame))
+    return out
+
+
+def call_columns(frame: FrameType) -> dict[str, int]:
+    """The current call's end line and columns (3.11's co_positions), when they are on the frame's line."""
+    code = frame.f_code
     try:
         line, end_line, col, end_col = list(code.co_positions())[frame.f_lasti // 2]
-        if line == frame.f_lineno and None not in (end_line, col, end_col):
-            out.update({"end_line": end_line, "col": col, "end_col": end_col})
     except (AttributeError, IndexError, ValueError):
-        pass
-    return out
+        return {}
+    if line == frame.f_lineno and end_line is not None and col is not None and end_col is not None:
+        return {"end_line": end_line, "col": col, "end_col": end_col}
+    return {}
 
 
 def python_stack(start: FrameType | None) -> list[dict[str, Any]]:
