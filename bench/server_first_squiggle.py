@@ -1,8 +1,9 @@
 """First squiggle through the language server (process start → initialize → open a file → its
 diagnostics), against a cold terminal run of the same model (python + import torch + draft_export).
 
-Goal: ≤ 0.6× the cold run. The worker is started as soon as the server is initialized, while the
-editor is still opening the file, so the two overlap. Prints the medians and their ratio.
+Goal: ≤ 0.6× the cold run. The worker is started as `initialize` is answered, before the server
+imports its own libraries (worker_client.prestart), while the editor is still opening the file, so
+the two overlap. Prints the medians and their ratio.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ survivors carrying it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -273,3 +274,45 @@ def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str)
     # strict order is test_worker_client's (FIFO slots): on a loaded machine job 1 may reach its first line after
     # job 0 ended and job 2 began
     assert starts[0] in (0, 1)
+
+
+def _serve(token: str) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env[TOKEN_VAR] = token
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "server"), env.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", "exportlens", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+
+
+@pytest.mark.parametrize("when", ["before its libraries are loaded", "once its worker runs"])
+def test_a_server_that_ends_right_after_initialize_leaves_no_worker(token: str, when: str) -> None:
+    """The worker starts as `initialize` is answered, before pygls is imported (worker_client.prestart):
+    a client gone at once must not leave that zygote behind, adopted or not."""
+    proc = _serve(token)
+    assert proc.stdin is not None and proc.stdout is not None
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+    assert proc.stdout.readline().lower().startswith(b"content-length")  # answered (before pygls loads)
+    deadline = time.monotonic() + 120
+    while not any("exportlens.worker" in cmd for _, cmd in survivors(token)):
+        assert time.monotonic() < deadline and proc.poll() is None, "no worker was started"
+        time.sleep(0.05)
+    if when == "once its worker runs":
+        while not any("exportlens.worker" in cmd and _has_child(pid) for pid, cmd in survivors(token)):  # a spare: ready
+            assert time.monotonic() < deadline and proc.poll() is None, "the worker never got ready"
+            time.sleep(0.1)
+    proc.stdin.close()  # the editor went away without a word
+    proc.wait(60)
+    assert wait_no_survivors(token) == []
+
+
+def _has_child(pid: int) -> bool:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        return True
+            except (OSError, ValueError, IndexError):
+                continue
+    return False

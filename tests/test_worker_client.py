@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
+from exportlens import worker_client
 from exportlens.worker_client import WorkerClient, WorkerUnavailable, _FairSlots
 
 
@@ -54,3 +56,61 @@ async def test_slots_are_first_come_first_served_and_survive_cancellation() -> N
     await asyncio.gather(*waiters, return_exceptions=True)
     assert order == [0, 2, 3]
     assert slots.used == 0
+
+
+# -- a zygote started before the server's event loop (worker_client.prestart) -------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_prestarted_zygote_is_adopted_and_serves_runs() -> None:
+    from conftest import EXAMPLES
+
+    from exportlens.engine import Engine, EngineSettings
+
+    worker_client.prestart(None, warmup=False)
+    early = worker_client._early
+    assert early is not None
+    engine = Engine(EngineSettings(warmup=False))  # the server's own interpreter, as prestarted
+    try:
+        info = await asyncio.wait_for(engine.start(), 180)
+        assert info["pid"] == early.popen.pid  # adopted, not a second zygote
+        assert worker_client._early is None
+        result = await engine.check_file(str(EXAMPLES / "data_dependent" / "item_branch.py"))
+        assert [(d.code, d.range.start.line) for d in result.diagnostics] == [("data-dependent-guard", 8)]  # examples/EXPECTED.json
+    finally:
+        await engine.close()
+    assert not _alive(early.popen.pid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_prestarted_zygote_for_another_interpreter_is_stopped(tmp_path: Path) -> None:
+    other = tmp_path / "python"
+    other.symlink_to(sys.executable)  # another interpreter setting (same binary, other name)
+    worker_client.prestart(str(other), warmup=False)
+    early = worker_client._early
+    assert early is not None
+    client = WorkerClient(sys.executable, warmup=False)
+    try:
+        info = await asyncio.wait_for(client.start(), 180)
+        assert info["pid"] != early.popen.pid
+        assert not _alive(early.popen.pid)
+        assert worker_client._early is None
+    finally:
+        await client.close()
+
+
+def test_a_prestarted_zygote_nobody_adopts_ends_with_the_server() -> None:
+    worker_client.prestart(None, warmup=False)
+    early = worker_client._early
+    assert early is not None
+    worker_client.discard_prestarted()  # what atexit does when the server ends first
+    assert early.popen.returncode is not None
+    assert worker_client._early is None

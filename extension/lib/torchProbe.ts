@@ -1,6 +1,11 @@
 /**
- * Checks that an interpreter can `import torch` before the server is started with it, so a
- * missing torch becomes one clear message instead of a server that fails every run.
+ * Checks that an interpreter has torch before the server is started with it, so a missing torch
+ * becomes one clear message instead of a server that fails every run.
+ *
+ * The probe finds torch without importing it (`importlib.util.find_spec` and the installed
+ * version from its metadata): it sits on the path to the first squiggle, and `import torch`
+ * there cost a second that the worker then spends again. A torch that is installed but fails to
+ * import is reported by the server when its worker starts.
  * Node only (no `vscode`): unit tests run it against real interpreters.
  */
 import { execFile } from 'node:child_process';
@@ -12,14 +17,17 @@ export type ProbeResult =
   | { kind: 'timeout'; detail: string }
   | { kind: 'error'; detail: string };
 
-/** Prints `python-version torch-version`; exits 3 when torch is missing. */
+/** Prints `python-version torch-version` (`unknown` without metadata); exits 3 when torch is missing. Never runs torch. */
 export const PROBE_SCRIPT = [
-  'import sys',
+  'import importlib.util, sys',
+  "if importlib.util.find_spec('torch') is None:",
+  '    sys.stderr.write("No module named \'torch\'"); sys.exit(3)',
   'try:',
-  '    import torch',
-  'except ImportError as e:',
-  '    sys.stderr.write(repr(e)); sys.exit(3)',
-  "sys.stdout.write('%d.%d.%d %s' % (sys.version_info[:3] + (torch.__version__,)))",
+  '    from importlib.metadata import version',
+  "    found = version('torch')",
+  'except Exception:',
+  "    found = 'unknown'",
+  "sys.stdout.write('%d.%d.%d %s' % (sys.version_info[:3] + (found,)))",
 ].join('\n');
 
 export interface ProbeOptions {
@@ -64,7 +72,7 @@ export function classifyProbe(error: ExecFailure | null, stdout: string, stderr:
     return { kind: 'no-interpreter', detail: error.message ?? String(error.code) };
   }
   if (error.killed || error.signal === 'SIGKILL') {
-    return { kind: 'timeout', detail: 'import torch did not finish in time' };
+    return { kind: 'timeout', detail: 'the interpreter did not answer in time' };
   }
   if (error.code === 3) {
     return { kind: 'no-torch', detail: stderr.trim() };
@@ -82,7 +90,7 @@ export function probeMessage(result: ProbeResult, interpreter: string): string |
     case 'no-interpreter':
       return `ExportLens: the Python interpreter "${interpreter}" was not found. Select an interpreter with PyTorch installed.`;
     case 'timeout':
-      return `ExportLens: "import torch" with "${interpreter}" did not finish in time.`;
+      return `ExportLens: the Python interpreter "${interpreter}" did not answer in time.`;
     case 'error':
       return `ExportLens: could not check the Python interpreter "${interpreter}": ${firstLine(result.detail)}`;
   }

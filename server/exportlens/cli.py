@@ -324,6 +324,11 @@ def main(argv: list[str] | None = None) -> int:
 
         first = handshake.read_message(sys.stdin.buffer)
         early = handshake.answer_initialize(first, sys.stdout.buffer) if first else None
+        start, python = handshake.worker_to_start(first)
+        if start:  # torch imports while pygls does (below) and the editor opens its first file
+            from exportlens.worker_client import prestart
+
+            prestart(python)
         from exportlens.lsp.server import serve  # pygls and lsprotocol: most of a second
 
         serve(first, early)

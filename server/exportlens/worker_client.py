@@ -11,16 +11,19 @@ so nothing of it outlives the zygote.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import itertools
 import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import IO, Any
 
 from exportlens.protocol import DoneEvent, JobEvent, JobSpec, Request, RunRequest
 
@@ -29,6 +32,7 @@ READY_TIMEOUT = 180.0
 RETRY_START_AFTER = 30.0  # a zygote that failed to start is not started again for every file of a check
 DEADLINE_GRACE = 15.0  # seconds past a job's own time limit before the client stops waiting for the zygote
 WORKER_MARK = "EXPORTLENS_WORKER"  # same name as worker/proctree.py's: every process of one worker has it
+STREAM_LIMIT = 64 * 1024 * 1024  # one event line can carry a large report
 
 
 class WorkerUnavailable(Exception):
@@ -100,7 +104,7 @@ class WorkerClient:
         self.info: dict[str, Any] = {}
         self.slots = _FairSlots(max_jobs or default_jobs())
         self.closed = False
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: Process | None = None
         self._mark = ""
         self._queues: dict[str, asyncio.Queue[JobEvent]] = {}
         self._ready: asyncio.Future[dict[str, Any]] | None = None
@@ -108,7 +112,7 @@ class WorkerClient:
         self._ids = itertools.count(1)
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr_tail: list[str] = []
-        self._owner: dict[str, asyncio.subprocess.Process] = {}  # job → the zygote it was sent to
+        self._owner: dict[str, Process] = {}  # job → the zygote it was sent to
         self._failed: tuple[float, WorkerUnavailable] | None = None  # the last failed start, and when
 
     @property
@@ -135,22 +139,23 @@ class WorkerClient:
             return info
 
     async def _start(self) -> dict[str, Any]:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        self._mark = env[WORKER_MARK] = uuid.uuid4().hex
-        args = [self.python, "-m", "exportlens.worker"] + ([] if self.warmup else ["--no-warmup"])
+        early = _take_early(self.python, self.warmup)
+        if early is not None:  # started before the server's libraries were imported (prestart)
+            self._mark = early.mark
+            self._proc = await _adopt(early.popen)
+            return await self._connect()
+        self._mark = uuid.uuid4().hex
         # cwd: `-m` puts the working directory first on sys.path, and the server's may be the
         # user's workspace (a `selectors.py` there must not run); our own folder is safe.
         # Its own session: a terminal's Ctrl+C reaches the CLI, which then ends the worker in order.
         creating = asyncio.ensure_future(
             asyncio.create_subprocess_exec(
-                *args,
+                *_command(self.python, self.warmup),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=env,
-                limit=64 * 1024 * 1024,
+                env=_environment(self._mark),
+                limit=STREAM_LIMIT,
                 cwd=PACKAGE_PARENT,
                 start_new_session=True,
             )
@@ -168,9 +173,14 @@ class WorkerClient:
             raise
         except OSError as exc:
             raise WorkerUnavailable(f"cannot start the Python interpreter '{self.python}': {exc}") from exc
+        return await self._connect()
+
+    async def _connect(self) -> dict[str, Any]:
+        """Read the new zygote's events and wait for its `ready`."""
         if self.closed:  # closed while it was being created
             await self._forget()
             raise WorkerUnavailable("the worker was shut down")
+        assert self._proc is not None
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         self._stderr_tail = []
@@ -188,14 +198,14 @@ class WorkerClient:
             raise
         return self.info
 
-    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+    async def _read_stderr(self, proc: Process) -> None:
         assert proc.stderr is not None
         async for raw in proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip()
             self._stderr_tail = (self._stderr_tail + [line])[-40:]
             self.log(line)
 
-    async def _read_events(self, proc: asyncio.subprocess.Process, ready: asyncio.Future[dict[str, Any]], mark: str) -> None:
+    async def _read_events(self, proc: Process, ready: asyncio.Future[dict[str, Any]], mark: str) -> None:
         assert proc.stdout is not None
         async for raw in proc.stdout:
             try:
@@ -365,3 +375,124 @@ def _kill_session(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         pass
+
+
+def _command(python: str, warmup: bool) -> list[str]:
+    return [python, "-m", "exportlens.worker"] + ([] if warmup else ["--no-warmup"])
+
+
+def _environment(mark: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env[WORKER_MARK] = mark
+    return env
+
+
+# -- starting the zygote before the event loop exists -------------------------------------------
+
+
+@dataclass
+class _Early:
+    python: str
+    warmup: bool
+    mark: str
+    popen: subprocess.Popen[bytes]
+
+
+_early: _Early | None = None
+
+
+def prestart(python: str | None, *, warmup: bool = True) -> None:
+    """Start the zygote now, before the language server's libraries are imported.
+
+    The editor opens its first file right after `initialize`, and the zygote then needs seconds
+    (import torch, warm-up) before it can run anything; importing pygls takes most of a second
+    of its own. Started here, the two overlap. The server's WorkerClient adopts this process if it
+    asks for the same interpreter; a different one stops it (the mark sweeps what it started).
+    """
+    global _early
+    if _early is not None:
+        return
+    mark = uuid.uuid4().hex
+    python = python or sys.executable
+    try:
+        popen = subprocess.Popen(
+            _command(python, warmup),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_environment(mark),
+            cwd=PACKAGE_PARENT,
+            start_new_session=True,
+        )
+    except OSError:
+        return  # the WorkerClient's own start says why, with its message
+    _early = _Early(python, warmup, mark, popen)
+    atexit.register(discard_prestarted)
+
+
+def discard_prestarted() -> None:
+    """Stop a prestarted zygote nobody adopted (the server ended, or wanted another interpreter)."""
+    global _early
+    early, _early = _early, None
+    if early is None:
+        return
+    _kill_session(early.popen.pid)
+    early.popen.wait()
+    for pipe in (early.popen.stdin, early.popen.stdout, early.popen.stderr):
+        if pipe is not None:
+            pipe.close()
+    sweep(early.mark)
+
+
+def _take_early(python: str, warmup: bool) -> _Early | None:
+    global _early
+    early = _early
+    if early is None:
+        return None
+    if early.python != python or early.warmup != warmup:
+        discard_prestarted()
+        return None
+    _early = None
+    return early  # also when it already died: its stderr says why (no torch, ...)
+
+
+class AdoptedProcess:
+    """A zygote started by prestart(), seen through the parts of asyncio.subprocess.Process that
+    WorkerClient uses (pid, returncode, wait, the three pipes as streams)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader, stderr: asyncio.StreamReader) -> None:
+        self._popen = popen
+        self.stdin: asyncio.StreamWriter | None = stdin
+        self.stdout: asyncio.StreamReader | None = stdout
+        self.stderr: asyncio.StreamReader | None = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        while (code := self._popen.poll()) is None:
+            await asyncio.sleep(0.05)  # no child watcher knows this process: look, briefly
+        return code
+
+
+async def _adopt(popen: subprocess.Popen[bytes]) -> AdoptedProcess:
+    loop = asyncio.get_running_loop()
+
+    async def reader(pipe: IO[bytes] | None) -> asyncio.StreamReader:
+        stream = asyncio.StreamReader(limit=STREAM_LIMIT, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream, loop=loop), pipe)
+        return stream
+
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, popen.stdin)
+    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    return AdoptedProcess(popen, stdin, await reader(popen.stdout), await reader(popen.stderr))
+
+
+Process = asyncio.subprocess.Process | AdoptedProcess  # what WorkerClient holds

@@ -14,6 +14,7 @@ import json
 from typing import IO, Any
 
 from exportlens import __version__
+from exportlens.lsp.settings import Settings
 
 COMMANDS = ["exportlens.runDraftExport", "exportlens.makeExportable", "exportlens.saveOpProfiles"]  # as the server registers them
 # LSP 3.17 notebook sync (lsp/server.py NOTEBOOK_SYNC): Jupyter notebooks' Python cells, with save notifications
@@ -91,8 +92,8 @@ class Replay:
         return self.stream.read(n)
 
 
-def answer_initialize(raw: bytes, out: IO[bytes]) -> tuple[Any, dict[str, Any]] | None:
-    """If `raw` is an `initialize` request, answer it on `out` now; return (its id, the answer)."""
+def _initialize_body(raw: bytes) -> dict[str, Any] | None:
+    """The JSON body of `raw` if it is a well-formed `initialize` request."""
     try:
         body = json.loads(raw.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in raw else raw.split(b"\n\n", 1)[1])
     except (ValueError, IndexError):
@@ -105,8 +106,29 @@ def answer_initialize(raw: bytes, out: IO[bytes]) -> tuple[Any, dict[str, Any]] 
         or not isinstance(body.get("params"), dict)
     ):
         return None
+    return body
+
+
+def answer_initialize(raw: bytes, out: IO[bytes]) -> tuple[Any, dict[str, Any]] | None:
+    """If `raw` is an `initialize` request, answer it on `out` now; return (its id, the answer)."""
+    body = _initialize_body(raw)
+    if body is None:
+        return None
     result = capabilities(body["params"].get("capabilities") or {})
     data = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": result}).encode()
     out.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
     out.flush()
     return body["id"], result
+
+
+def worker_to_start(raw: bytes) -> tuple[bool, str | None]:
+    """(start the worker now?, its interpreter; None: the server's own) from the `initialize` request.
+
+    As the server decides at `initialize` (lsp/server.py): a client that sends no `trusted` option
+    is trusted; the interpreter is the `interpreter` setting of the initialization options.
+    """
+    body = _initialize_body(raw)
+    opts = body["params"].get("initializationOptions") if body is not None else None
+    if body is None or (isinstance(opts, dict) and opts.get("trusted") is False):
+        return False, None
+    return True, Settings.parse(opts.get("settings") if isinstance(opts, dict) else None).interpreter

@@ -140,7 +140,6 @@ class Runs:
             info = await self.engine().start()
             self.ls.log(f"worker ready: torch {info.get('torch', '?')}")
             self.ls.tell_unsupported(info.get("unsupported"))
-            self.ls.tell_unsupported(info.get("unsupported"))
         except Exception as exc:  # reported as a diagnostic when a run needs it
             if self._engine is not None and not self._engine.worker.closed:  # not just replaced by a newer one
                 self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)

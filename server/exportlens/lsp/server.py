@@ -220,8 +220,7 @@ def register_lifecycle(server: ExportLensServer) -> None:
         if not ls.trusted:
             ls.tell_untrusted()
             return
-        await ls.pull_settings()
-        ls.background(ls.runs.warm_up())
+        await ls.pull_settings()  # a different interpreter there starts its worker (apply_settings)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: ExportLensServer, params: Any) -> None:
