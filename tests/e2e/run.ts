@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { copyWorkspace, findVsix, REPO, RunningCodeServer, sleep, startCodeServer } from './codeServer';
 import { EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
+import { verifiedFixScenarios } from './verifiedFixes';
 import {
   editorText,
   gotoLine,
@@ -195,6 +196,8 @@ async function openSession(root: string, name: string, vsix: string, python: str
     workspaceTrust: trust,
     userSettings: {
       'exportlens.interpreter': python,
+      // Verification must finish on a busy machine (the default budget is 30 s per file's run).
+      'exportlens.verifyBudgetSeconds': 300,
       'security.workspace.trust.enabled': trust,
       'security.workspace.trust.startupPrompt': 'always',
     },
@@ -672,6 +675,7 @@ async function main(): Promise<number> {
       }
       if (name === 'trusted') {
         await trustedSession(session.page, session.workspace, session.server.userDataDir, args.only);
+        await verifiedFixScenarios({ ...session, python: args.python, scenario, screenshot, log, filter: args.only });
         await interpreterScenario(session.page, args.python, root, args.only);
       } else {
         await untrustedSession(session.page, session.workspace, args.only);

@@ -1,0 +1,246 @@
+/**
+ * Verified fixes and "Make it export" in the real workbench (issue 10's e2e part): the Ctrl+.
+ * menu shows each fix's verified outcome, and "Make it export" on a file with two problems, once
+ * its refactor preview is applied and the file saved, leaves a file that really exports.
+ * run.ts calls `verifiedFixScenarios` in the trusted session and lends it its scenario runner.
+ */
+import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { Page } from 'playwright-core';
+import { REPO } from './codeServer';
+import { editorText, gotoLine, MOD, openFile, poll, runCommand, visibleSquiggles, waitForWorkbench, type Squiggle } from './workbench';
+
+type Scenario = (page: Page, name: string, timeoutMs: number, body: () => Promise<void>, filter?: string) => Promise<boolean>;
+
+export interface VerifiedFixContext {
+  page: Page;
+  workspace: string;
+  /** The interpreter with torch the workbench's server uses (the venv's). */
+  python: string;
+  scenario: Scenario;
+  screenshot: (page: Page, name: string) => Promise<string>;
+  log: (line: string) => void;
+  filter?: string;
+}
+
+/**
+ * A fresh copy of examples/data_dependent/item_branch.py (the session's own copy gets its quick
+ * fix applied by an earlier scenario). Its fixes and their verified titles are the ones
+ * tests/lsp/test_verification.py pins: a rewrite that passes, an assumption that passes and an
+ * assumption that breaks the target (listed after the others), then "ignore".
+ */
+const MENU_FILE = 'verified/item_branch.py';
+const MENU_LINE = 9; // `if n > 2:` (1-based, as the workbench shows it)
+const MENU_COLUMN = 12;
+const MENU_TITLES = [
+  'Rewrite this if/return as `torch.cond` (keeps both branches in the exported graph) — export passes ✓',
+  'Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise — export passes ✓',
+  'Add `torch._check(n <= 2)` — assumes `n <= 2` for every input; inputs with n > 2 will raise — breaks the target',
+  'Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)',
+];
+
+/** The example with two data-dependent branches (examples/EXPECTED.json: lines 8 and 10). */
+const TWO_FILE = 'data_dependent/two_branches.py';
+const TWO_LINES = [8, 10];
+/** What "Make it export" leaves: both branches rewritten as torch.cond (`exportlens fix` agrees). */
+const TWO_FIXED = [
+  '"""Two Python branches on tensor values: export can decide neither, and one fix is not enough."""',
+  '',
+  'import torch',
+  '',
+  '',
+  'class TwoGates(torch.nn.Module):',
+  '    def forward(self, x):',
+  '        def true_fn(x):',
+  '            x = x * 2',
+  '            return x',
+  '        def false_fn(x):',
+  '            return x.clone()',
+  '        x = torch.cond(x.sum() > 0, true_fn, false_fn, (x,))',
+  '        def true_fn(x):',
+  '            return x - 5',
+  '        def false_fn(x):',
+  '            return x.clone()',
+  '        return torch.cond(x.max() > 5, true_fn, false_fn, (x,))',
+  '',
+  '',
+  'model = TwoGates()',
+  'example_args = (torch.arange(4.0),)',
+  '',
+].join('\n');
+
+/** Plain `torch.export.export` of a file's `model` on its `example_args` (no draft export). */
+const PLAIN_EXPORT = [
+  'import runpy, sys, torch',
+  'ns = runpy.run_path(sys.argv[1])',
+  'ep = torch.export.export(ns["model"], ns["example_args"])',
+  'print("exported:", sum(1 for n in ep.graph.nodes if n.op == "call_function"), "calls")',
+].join('\n');
+
+interface Ran {
+  code: number;
+  stdout: string;
+  output: string;
+}
+
+function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd, timeout: timeoutMs, encoding: 'utf8' }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
+      resolve({ code, stdout, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** The titles in the open code action menu (header and separator rows left out). */
+async function menuTitles(page: Page): Promise<string[]> {
+  return page
+    .locator('.action-widget .monaco-list-row.action .title')
+    .evaluateAll((els) => els.map((e) => (e.textContent ?? '').replace(/\u00a0/g, ' ').trim()));
+}
+
+async function squigglesOn(page: Page, lines: number[], timeoutMs: number): Promise<void> {
+  let got: Squiggle[] = [];
+  await poll(`error squiggles on lines ${lines.join(', ')}`, timeoutMs, async () => {
+    got = await visibleSquiggles(page);
+    const seen = [...new Set(got.map((g) => g.line))].sort((a, b) => a - b);
+    return JSON.stringify(seen) === JSON.stringify(lines) && got.every((g) => g.kind === 'error') ? true : undefined;
+  }).catch((e: unknown) => {
+    throw new Error(`${String(e)}; visible squiggles: ${JSON.stringify(got)}`);
+  });
+}
+
+export async function verifiedFixScenarios(ctx: VerifiedFixContext): Promise<void> {
+  const { page, workspace, python, scenario, screenshot, log, filter } = ctx;
+
+  await scenario(
+    page,
+    'quick-fix menu shows each fix verified: export passes, assumes, breaks',
+    240_000,
+    async () => {
+      await waitForWorkbench(page);
+      const file = path.join(workspace, MENU_FILE);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.copyFileSync(path.join(REPO, 'examples', 'data_dependent', 'item_branch.py'), file);
+      await openFile(page, MENU_FILE);
+      await squigglesOn(page, [MENU_LINE], 90_000);
+      // Verification runs in the background after the diagnostics are published; each Ctrl+.
+      // asks the server for the actions again, so the menu is reopened until they carry outcomes.
+      let titles: string[] = [];
+      let opened = 0;
+      await poll(
+        'the verified fixes in the Ctrl+. menu',
+        180_000,
+        async () => {
+          await gotoLine(page, MENU_LINE, MENU_COLUMN);
+          await page.keyboard.press(`${MOD}+.`);
+          await page.locator('.action-widget .monaco-list-row.action').first().waitFor({ state: 'visible', timeout: 20_000 });
+          titles = await menuTitles(page);
+          opened++;
+          if (JSON.stringify(titles) === JSON.stringify(MENU_TITLES)) {
+            return true;
+          }
+          await page.keyboard.press('Escape');
+          await page
+            .locator('.action-widget')
+            .first()
+            .waitFor({ state: 'hidden', timeout: 5_000 })
+            .catch(() => undefined);
+          return undefined;
+        },
+        1_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${String(e)}; the menu showed ${JSON.stringify(titles, null, 1)}`);
+      });
+      log(`     the menu showed the verified titles after ${opened} opening(s)`);
+      // The best verified fix is preferred: it comes first and has the keyboard focus.
+      const focused = await page.locator('.action-widget .monaco-list-row.action.focused .title').allTextContents();
+      if (focused.length !== 1 || focused[0]?.trim() !== MENU_TITLES[0]) {
+        throw new Error(`the focused quick fix is ${JSON.stringify(focused)}, not the verified rewrite`);
+      }
+      await screenshot(page, 'verified quick fix menu');
+      await page.keyboard.press('Escape');
+    },
+    filter,
+  );
+
+  await scenario(
+    page,
+    'Make it export on a file with two problems: refactor preview, apply, save, it exports',
+    420_000,
+    async () => {
+      await waitForWorkbench(page);
+      const file = path.join(workspace, TWO_FILE);
+      await openFile(page, TWO_FILE);
+      await squigglesOn(page, TWO_LINES, 90_000);
+      const lens = page.locator('.editor-group-container.active .monaco-editor .codelens-decoration', { hasText: 'Make it export' });
+      await lens.first().waitFor({ state: 'visible', timeout: 60_000 });
+      await runCommand(page, 'ExportLens: Make it export');
+      // The server's one WorkspaceEdit needs confirmation: VS Code shows the refactor preview
+      // and changes nothing until Apply.
+      const panel = page.locator('.bulk-edit-panel');
+      await panel.waitFor({ state: 'visible', timeout: 300_000 });
+      const apply = panel.locator('.buttons .monaco-button', { hasText: /^Apply$/ }).first();
+      await apply.waitFor({ state: 'visible', timeout: 30_000 });
+      await poll(`${TWO_FILE} in the refactor preview`, 30_000, async () =>
+        (await panel.innerText()).includes(path.basename(TWO_FILE)) ? true : undefined,
+      );
+      if (fs.readFileSync(file, 'utf8') === TWO_FIXED) {
+        throw new Error('the file changed before the preview was applied');
+      }
+      // VS Code lists changes that need confirmation unticked: tick the file (all its changes),
+      // as a person does, then Apply.
+      const boxes = panel.locator('.edit-checkbox');
+      const ticked = (): Promise<boolean[]> => boxes.evaluateAll((els) => els.map((e) => e.classList.contains('checked')));
+      const before = await ticked();
+      log(`     refactor preview: ${before.length} checkboxes, ticked ${JSON.stringify(before)}`);
+      if (before[0] !== true) {
+        await boxes.first().click();
+      }
+      await poll('every change ticked in the refactor preview', 10_000, async () => {
+        const now = await ticked();
+        return now.length >= 2 && now.every((t) => t) ? true : undefined;
+      });
+      await screenshot(page, 'make it export refactor preview');
+      await apply.click();
+      await panel.waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => undefined);
+      await openFile(page, TWO_FILE);
+      await poll('both fixes in the editor', 30_000, async () =>
+        (await editorText(page)).split('torch.cond(').length - 1 === 2 ? true : undefined,
+      );
+      await page.keyboard.press(`${MOD}+S`);
+      let onDisk = '';
+      await poll('the fixed file saved to disk', 30_000, () => {
+        onDisk = fs.readFileSync(file, 'utf8');
+        return Promise.resolve(onDisk === TWO_FIXED ? true : undefined);
+      }).catch((e: unknown) => {
+        throw new Error(`${String(e)}; the file is:\n${onDisk}`);
+      });
+      // The run after the save finds nothing: its CodeLens says 0 problems, no "Make it export"
+      // lens is left, and no squiggle (stale ones would have gone with the edit alone).
+      const lenses = page.locator('.editor-group-container.active .monaco-editor .codelens-decoration');
+      let shown = '';
+      await poll('the run of the saved file: no problem, no squiggle', 120_000, async () => {
+        shown = (await lenses.allInnerTexts()).join(' | ');
+        const squiggles = await visibleSquiggles(page);
+        return /\b0 problems\b/.test(shown) && !shown.includes('Make it export') && squiggles.length === 0 ? true : undefined;
+      }).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}; lenses: ${JSON.stringify(shown)}; squiggles: ${JSON.stringify(await visibleSquiggles(page))}`);
+      });
+      // The file as the workbench wrote it exports outside the editor too: the CLI finds nothing,
+      // and a plain torch.export.export (not draft export) of its model succeeds.
+      const check = await run(python, ['-m', 'exportlens', 'check', file], workspace, 300_000);
+      log(`     exportlens check: exit ${check.code}: ${check.output.trim().split('\n').at(-1) ?? ''}`);
+      if (check.code !== 0 || !/^0 problems in 1 target /m.test(check.output)) {
+        throw new Error(`exportlens check of the fixed file: exit ${check.code}:\n${check.output}`);
+      }
+      const plain = await run(python, ['-c', PLAIN_EXPORT, file], workspace, 300_000);
+      if (plain.code !== 0 || !plain.stdout.includes('exported:')) {
+        throw new Error(`torch.export.export of the fixed file failed: exit ${plain.code}:\n${plain.output}`);
+      }
+      log(`     plain torch.export.export: ${plain.stdout.trim()}`);
+    },
+    filter,
+  );
+}
