@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -61,3 +62,24 @@ def test_inert_without_the_flag_and_never_imports_torch(tmp_path: Path) -> None:
     assert out.returncode == 0 and "1 passed" in out.stdout, out.stdout  # model.py is not collected
     out = _pytest("--exportlens", str(tmp_path), "-q", "-p", "no:randomly", cwd=tmp_path)
     assert out.returncode == 0 and "2 passed" in out.stdout, out.stdout  # the probe runs after model.py's target ran
+
+
+def test_notebooks_are_collected_and_fail_on_the_cell_line(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "tests/fixtures/notebook/threshold.ipynb", tmp_path / "threshold.ipynb")
+    clean = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# exports cleanly\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": (ROOT / "examples/clean/model.py").read_text()},
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "clean.ipynb").write_text(json.dumps(clean))
+    out = _pytest("--exportlens", str(tmp_path), "-rA", "-v", cwd=tmp_path)
+    assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "threshold.ipynb::export at threshold.ipynb:cell 4:1 FAILED" in out.stdout
+    assert "clean.ipynb::model PASSED" in out.stdout
+    assert "threshold.ipynb:cell 2:4:12: error[data-dependent-guard]: Draft export could not decide `n > 2`" in out.stdout
+    assert "1 failed, 1 passed" in out.stdout
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".exportlens.py")]  # no shadow scripts left

@@ -3,8 +3,9 @@
 Why: a team already runs pytest over its model zoo; as items, targets get pytest-xdist
 (spread over cores), CI sharding, `-k` selection and JUnit XML for free. A file that declares
 targets (found statically, as the CLI does) is collected as one node whose children are its
-targets, `path/file.py::<target name>`. A finding (error or warning) fails the item with the
-diagnostic text and `file:line:col`. The pytest process never imports torch: the engine runs
+targets, `path/file.py::<target name>`; a Jupyter notebook likewise, its code cells run as one
+script as `exportlens check` does (`nb.ipynb::export at nb.ipynb:cell 4:1`). A finding (error or
+warning) fails the item with the diagnostic text and `file:line:col` (`nb.ipynb:cell N:line:col`). The pytest process never imports torch: the engine runs
 the targets in its worker process, once per file (the items of a file share that run).
 
 Enable with `-p exportlens.pytest_plugin --exportlens` (or just `--exportlens` when ExportLens
@@ -22,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from exportlens.model import ERROR, WARNING, Diagnostic
+from exportlens import notebook
+from exportlens.model import ERROR, WARNING, Diagnostic, Range
 
 LEVEL = {ERROR: "error", WARNING: "warning"}
 FAILED = ("error", "timeout", "crashed")
@@ -52,7 +54,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     runner = parent.config.stash.get(_KEY, None)
-    if runner is None or file_path.suffix != ".py" or not runner.wanted(file_path):
+    if runner is None or file_path.suffix not in (".py", notebook.SUFFIX) or not runner.wanted(file_path):
         return None
     return ExportLensFile.from_parent(parent, path=file_path)
 
@@ -76,16 +78,28 @@ class _Runner:
         cfg = project.load_config(project.find_root(full))
         return named or not project.excluded(full, cfg.root, cfg.exclude)
 
-    def plan(self, path: Path) -> tuple[Any, list[Diagnostic]]:
-        """The file's targets, statically (no user code runs, no worker starts)."""
-        plan = self._engine().plan(str(path))
-        return plan.targets, plan.diagnostics
+    def plan(self, path: Path) -> tuple[list[tuple[str, int | None]] | None, list[Diagnostic]]:
+        """The file's targets as (name, line; None in a notebook), statically (no user code runs, no worker starts)."""
+        if path.suffix != notebook.SUFFIX:
+            plan = self._engine().plan(str(path))
+            return (None if plan.targets is None else [(t.name, t.line) for t in plan.targets.targets]), plan.diagnostics
+        try:
+            script = notebook.join(notebook.read(str(path)))
+        except notebook.NotebookError as exc:
+            return None, [Diagnostic(str(path), Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")]
+        shadow = notebook.shadow_path(str(path))  # named only, never written: planning reads the text given
+        plan = self._engine().plan(shadow, script.text)
+        if plan.targets is None:
+            return None, plan.diagnostics
+        mapper = notebook.Mapper(str(path), shadow, script)
+        return [(mapper.text(t.name), None) for t in plan.targets.targets], [mapper.diagnostic(d) for d in plan.diagnostics]
 
     def check(self, path: Path) -> Any:
         key = str(path.resolve())
         with self.lock:
             if key not in self.results:
-                self.results[key] = self._call(self._engine().check_file(key))
+                checking = self._engine().check_notebook(key) if path.suffix == notebook.SUFFIX else self._engine().check_file(key)
+                self.results[key] = self._call(checking)
             return self.results[key]
 
     def _engine(self) -> Any:
@@ -124,8 +138,8 @@ class ExportLensFile(pytest.File):
             if broken and "torch" in self.path.read_text(errors="replace"):
                 raise self.CollectError(_describe(broken, self.config))
             return
-        for target in found.targets:
-            yield ExportLensItem.from_parent(self, name=target.name, line=target.line)
+        for name, line in found:
+            yield ExportLensItem.from_parent(self, name=name, line=line)
 
 
 class ExportLensFailure(Exception):
@@ -133,7 +147,7 @@ class ExportLensFailure(Exception):
 
 
 class ExportLensItem(pytest.Item):
-    def __init__(self, *, line: int, **kw: Any) -> None:
+    def __init__(self, *, line: int | None, **kw: Any) -> None:
         super().__init__(**kw)
         self.line = line
         self.funcargs: dict[str, Any] = {}  # plugins that wrap every call (pytest-lsp 1.0) expect it on any item
@@ -156,8 +170,8 @@ class ExportLensItem(pytest.Item):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.line - 1, f"exportlens: {self.name}"
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None if self.line is None else self.line - 1, f"exportlens: {self.name}"
 
 
 def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:
@@ -170,6 +184,7 @@ def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:
             shown = d.file
         shown = d.file if shown.startswith("..") else shown
         first, *rest = d.message.splitlines() or [""]
-        out.append(f"{shown}:{d.range.start.line + 1}:{d.range.start.character + 1}: {LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
+        cell = "" if d.cell is None else f"cell {d.cell}:"
+        out.append(f"{shown}:{cell}{d.range.start.line + 1}:{d.range.start.character + 1}: {LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
         out.extend(f"    {line}" for line in rest)
     return "\n".join(out)
