@@ -129,3 +129,21 @@ def test_unwritable_script_is_said_plainly(engine: SyncEngine, monkeypatch: pyte
     (d,) = res.diagnostics
     assert d.code == "target-error" and d.message.startswith("ExportLens runs a notebook as a script beside it, and could not write one")
     assert res.targets == []
+
+
+def test_fix_commands_leave_a_notebook_alone_and_say_where_its_fix_is(tmp_path: Path) -> None:
+    nb = tmp_path / "threshold.ipynb"
+    shutil.copy(NB, nb)
+    before = nb.read_bytes()
+    out = cli("fix", str(nb), "--write")
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        f"exportlens: {nb}: not fixed: `exportlens fix` edits .py files; apply a notebook's fixes in the editor (quick fix on the cell)"
+    ]
+    out = cli("check", "--fix", str(nb))
+    assert out.returncode == 1
+    assert (
+        f"not fixed: {nb}:cell 2:4: [data-dependent-guard] a notebook cell: apply its fix in the editor (quick fix on the cell); --fix edits .py files"
+        in out.stderr + out.stdout
+    )
+    assert nb.read_bytes() == before

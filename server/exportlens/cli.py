@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from exportlens import __version__, project
+from exportlens import __version__, notebook, project
 from exportlens.cli_progress import CliProgress
 from exportlens.model import ERROR, WARNING, Diagnostic, Range, Report
 
@@ -280,7 +280,13 @@ def run_fix(args: argparse.Namespace) -> int:
     from exportlens.source import write_source
 
     files = []
+    notebooks = [p for p in args.paths if os.path.isfile(p) and p.endswith(notebook.SUFFIX)]
+    for p in notebooks:  # a cell's fix is applied in the editor, where the cell is
+        why = "`exportlens fix` edits .py files; apply a notebook's fixes in the editor (quick fix on the cell)"
+        print(f"exportlens: {_display_path(p)}: not fixed: {why}", file=sys.stderr)
     for p in args.paths:
+        if p in notebooks:
+            continue
         for f in project.python_files(p):
             try:
                 tree = ast.parse(open(f, "rb").read())
@@ -288,8 +294,8 @@ def run_fix(args: argparse.Namespace) -> int:
                 tree = None
             if os.path.isfile(p) or (tree is not None and targets.discover(tree, f).targets):
                 files.append(f)
-    outcomes = asyncio.run(_make_exportable(args, files))
-    all_pass = bool(outcomes)
+    outcomes = asyncio.run(_make_exportable(args, files)) if files else []
+    all_pass = bool(outcomes) and not notebooks
     for out in outcomes:
         for path, (old, new) in out.changed().items():
             sys.stdout.write(unified_diff(old, new, _display_path(path)))

@@ -84,7 +84,7 @@ def make_client() -> LanguageClient:
     @client.feature(types.WORKSPACE_APPLY_EDIT)
     def apply_edit(c: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
         c.applied_edits.append(params)  # type: ignore[attr-defined]
-        ok = apply_workspace_edit(c, params.edit)
+        ok = False if getattr(c, "decline_edits", False) else apply_workspace_edit(c, params.edit)  # a user saying no
         return types.ApplyWorkspaceEditResult(applied=ok)
 
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)

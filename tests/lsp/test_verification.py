@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsp_helpers import (
+    ROOT,
     WAIT,
     change_doc,
     copy_examples,
@@ -146,3 +147,27 @@ async def test_make_it_export_sends_one_confirmed_edit_and_the_file_exports(clie
     save_doc(client, uri)
     pub = await next_publish(client, uri, since)
     assert list(pub.diagnostics) == []
+
+
+async def test_make_it_export_declined_changes_nothing_and_says_so(client: LanguageClient, ws: Path) -> None:
+    path = ws / "data_dependent" / "declined_two_branches.py"
+    path.write_text((ROOT / "examples" / "data_dependent" / "two_branches.py").read_text())
+    before_text = path.read_text()
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    await next_publish(client, uri, since)
+    client.decline_edits = True  # type: ignore[attr-defined]
+    shown = len(client.messages)
+    try:
+        answer = await asyncio.wait_for(
+            client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.makeExportable", arguments=[uri])), 600
+        )
+    finally:
+        client.decline_edits = False  # type: ignore[attr-defined]
+    assert answer["applied"] is False and answer["summary"] == "1 round, 2 fixes, export passes", answer
+    said = [m.message for m in client.messages[shown:] if m.type == types.MessageType.Warning]
+    assert said == [
+        "ExportLens: declined_two_branches.py: nothing was changed (the edit was declined or a document changed meanwhile). "
+        "In a refactor preview, tick the changes before applying them."
+    ]
+    assert client.docs[uri][1] == before_text and path.read_text() == before_text  # type: ignore[attr-defined]

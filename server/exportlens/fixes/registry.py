@@ -352,6 +352,11 @@ def apply_preferred(diags: list[Diagnostic], *, write: bool, assume: bool = Fals
     chosen: list[Fix] = []
     seen: set[tuple[Any, ...]] = set()
     for d in sorted(diags, key=lambda d: (d.file, d.range.start)):
+        if d.cell is not None:  # fixes are edits of a cell: the editor applies them, where the cell is
+            if d.severity in (ERROR, WARNING):
+                where = f"{_shown(d.file)}:cell {d.cell}:{d.range.start.line + 1}"
+                out.skipped.append(f"{where}: [{d.code}] a notebook cell: apply its fix in the editor (quick fix on the cell); --fix edits .py files")
+            continue
         found, refused = refusals_for(d, read)
         preferred = [f for f in _with_verification(found, d.fixes) if f.is_preferred]
         if not preferred:

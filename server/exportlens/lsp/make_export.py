@@ -96,4 +96,9 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     if not result.applied:
         why = result.failure_reason or "the edit was declined or a document changed meanwhile"
         ls.log(f"make it export: {path}: not applied: {why}")
+        # VS Code lists edits that need confirmation unticked in its Refactor Preview: "Apply" alone applies nothing
+        tell(
+            f"ExportLens: {os.path.basename(path)}: nothing was changed ({why}). In a refactor preview, tick the changes before applying them.",
+            types.MessageType.Warning,
+        )
     return answer
