@@ -47,6 +47,25 @@ def test_non_utf8_bytes(engine: SyncEngine, project: Path) -> None:
     assert "0xe9" in d.message and "UTF-8" in d.message
 
 
+def test_a_binary_file_is_called_binary(engine: SyncEngine, project: Path) -> None:
+    path = project / "weights.py"
+    path.write_bytes(b"import torch\n" + bytes(range(256)) * 4)  # e.g. a checkpoint saved under a .py name
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line) == ("syntax-error", 1)
+    assert d.message == "this is not Python source: the file holds binary data (a NUL byte at line 2)"
+
+
+def test_undecodable_first_lines_say_what_to_do(engine: SyncEngine, project: Path) -> None:
+    path = project / "legacy.py"
+    path.write_bytes(b"# r\xe9sum\xe9 of the model\nimport torch\n")  # latin-1, no coding line
+    (d,) = engine.check(path).diagnostics
+    assert d.code == "syntax-error"
+    assert d.message == (
+        "this is not Python source text (invalid or missing encoding declaration): a binary file, or text in another "
+        "encoding than UTF-8 without a '# -*- coding: ... -*-' line"
+    )
+
+
 def test_declared_encoding_is_honoured(engine: SyncEngine, project: Path) -> None:
     path = project / "declared.py"
     path.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nx = 1\n")

@@ -20,7 +20,7 @@ from exportlens import deprecated, findings, notebook, project, suppress, target
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
 from exportlens.protocol import FindingEvent, TargetEvent
-from exportlens.source import Source, SourceError, read_source
+from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
 from exportlens.worker_client import WorkerClient, WorkerUnavailable, default_jobs
 
@@ -172,6 +172,8 @@ class Engine:
             except notebook.NotebookError as exc:
                 return Plan(path, root, None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
         try:
+            if text is not None:
+                refuse_binary(text)  # an editor's buffer of a binary file
             src = Source(path, text) if text is not None else read_source(path)
         except SourceError as exc:
             rng = Range.of(exc.line - 1, 0, exc.line - 1, 1)

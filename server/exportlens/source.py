@@ -108,11 +108,24 @@ def write_source(path: str, text: str) -> None:
         fh.write(text.encode(encoding))
 
 
+def refuse_binary(data: bytes | str) -> None:
+    """A NUL anywhere: Python refuses the file too; say what it is, not what the tokenizer tripped on."""
+    raw = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        line = raw[:nul].count(b"\n") + 1
+        raise SourceError(f"this is not Python source: the file holds binary data (a NUL byte at line {line})", line)
+
+
 def decode_source(path: str, data: bytes) -> Source:
+    refuse_binary(data)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(str(exc.msg if hasattr(exc, "msg") else exc)) from exc
+        why = exc.msg if hasattr(exc, "msg") else str(exc)
+        raise SourceError(
+            f"this is not Python source text ({why}): a binary file, or text in another encoding than UTF-8 without a '# -*- coding: ... -*-' line"
+        ) from exc
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -259,7 +259,7 @@ async def test_a_save_while_the_disk_is_half_written_analyses_the_editors_text(c
     ("name", "data", "words"),
     [
         ("latin.py", b"import torch\n# caf\xe9\nmodel = torch.nn.Linear(2, 2)\nexample_args = (torch.ones(2),)\n", "not valid utf-8"),
-        ("binary.py", b"\x00\x01\x02\x7fELF\x00import torch\n", "null bytes"),
+        ("binary.py", b"\x00\x01\x02\x7fELF\x00import torch\n", "this is not Python source: the file holds binary data (a NUL byte at line 1)"),
     ],
 )
 async def test_a_file_python_cannot_read_gets_a_diagnostic(client: LanguageClient, ws: Path, name: str, data: bytes, words: str) -> None:
