@@ -1,6 +1,7 @@
 /**
  * How the language client is built: the server process to start and the client's options
- * (document selector, the `workspace/configuration` answer, what a crash or a failed start does).
+ * (document selector: .py files and notebook cells, the `workspace/configuration` answer, what
+ * a crash or a failed start does).
  * The controller decides when; this module only describes what.
  */
 import {
@@ -12,6 +13,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 import type * as vscode from 'vscode';
+import { DOCUMENT_SELECTOR } from './lib/documentSelector';
 import { Launch } from './lib/serverLaunch';
 import { ExportLensSettings, initializationOptions, settingsForServer } from './lib/settings';
 
@@ -39,7 +41,7 @@ export function clientOptions(
   hooks: ClientHooks,
 ): LanguageClientOptions {
   return {
-    documentSelector: [{ scheme: 'file', language: 'python' }],
+    documentSelector: DOCUMENT_SELECTOR,
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: initializationOptions(hooks.settings(), resolvedInterpreter, trusted),

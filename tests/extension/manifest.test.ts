@@ -72,12 +72,14 @@ describe('package.json', () => {
     assert.deepEqual([...u.restrictedConfigurations].sort(), ['exportlens.interpreter', 'exportlens.run', 'exportlens.targets']);
   });
 
-  it('runs in the workspace, activates on Python, and does not depend on the Python extension', () => {
+  it('runs in the workspace, activates on Python and on Jupyter notebooks, and does not depend on the Python extension', () => {
     assert.deepEqual(manifest.extensionKind, ['workspace']);
     // A Python workspace starts the server as it opens, so its worker imports torch and warms up
-    // while the user is still finding a file (the first squiggle then comes without that wait).
+    // while the user is still finding a file (the first squiggle then comes without that wait);
+    // a notebook opened on its own (outside such a workspace) activates it too.
     assert.deepEqual(manifest.activationEvents, [
       'onLanguage:python',
+      'onNotebook:jupyter-notebook',
       'workspaceContains:*.py',
       'workspaceContains:*.ipynb',
       'workspaceContains:pyproject.toml',

@@ -85,6 +85,25 @@ async def test_save_puts_the_diagnostic_in_its_cell_and_the_fix_edits_that_cell(
     assert apply_text_edits(cell_text, list(change.edits)).splitlines()[3] == "        if n > 2:  # exportlens: ignore[data-dependent-guard]"  # type: ignore[arg-type]
 
 
+async def test_hover_on_the_cells_diagnostic(client: LanguageClient, ws: Path) -> None:
+    nb = ws / "threshold.ipynb"
+    cell2 = f"vscode-notebook-cell:{nb}#cell2"
+
+    async def hover(uri: str, line: int, character: int) -> types.Hover | None:
+        params = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=character))
+        return await asyncio.wait_for(client.text_document_hover_async(params), 10)
+
+    got = await hover(cell2, 3, 13)  # inside `n > 2` on the cell's line 3
+    assert got is not None and isinstance(got.contents, types.MarkupContent)
+    assert got.range == types.Range(start=types.Position(line=3, character=11), end=types.Position(line=3, character=16))
+    text = got.contents.value
+    assert text.startswith("**ExportLens · `data-dependent-guard`**")
+    assert "- guard in your code: `n > 2`" in text
+    assert "- `u0` is `n`, created on line 3: `n = x.item()`" in text  # the cell's own line numbers
+    assert await hover(cell2, 2, 13) is None  # the line above: no finding there
+    assert await hover(f"vscode-notebook-cell:{nb}#cell4", 0, 5) is None  # the target's cell has none
+
+
 async def test_code_lens_on_the_target_cell(client: LanguageClient, ws: Path) -> None:
     nb = ws / "threshold.ipynb"
     uri = nb.as_uri()

@@ -1,4 +1,4 @@
-"""Jupyter notebooks over LSP 3.17 notebook sync: run on save, diagnostics, fixes and lenses per cell.
+"""Jupyter notebooks over LSP 3.17 notebook sync: run on save; diagnostics, fixes, hovers and lenses per cell.
 
 A notebook runs when it is saved (never per keystroke), from the file on disk, through the
 engine's notebook path: diagnostics come back as (cell index over ALL cells, range in the cell).
@@ -22,6 +22,7 @@ from exportlens import notebook, suppress
 from exportlens.engine import Engine
 from exportlens.lsp.convert import lsp_range, path_of, text_hash, to_lsp
 from exportlens.lsp.host import Host
+from exportlens.lsp.hover import hover_markdown
 from exportlens.lsp.progress import RunProgress, problems_text
 from exportlens.model import ERROR, WARNING, Diagnostic, Fix, TargetResult
 
@@ -184,6 +185,22 @@ class Notebooks:
                     )
                 )
         return out
+
+    def hover(self, cell_uri: str, position: types.Position) -> types.Hover | None:
+        """The cell's findings under the cursor, in Markdown, as for a .py file."""
+        found = self._cell_of(cell_uri)
+        if found is None:
+            return None
+        _, res, index = found
+        pos = (position.line, position.character)
+        hits = [
+            d for d in res.diagnostics if d.cell == index and (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)
+        ]
+        if not hits:
+            return None
+        text = res.texts.get(index)  # the text the run analysed: the ranges and symbol lines are in it
+        value = "\n\n---\n\n".join(hover_markdown(d, text) for d in hits)
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=lsp_range(hits[0].range))
 
     @staticmethod
     def _edit(fix: Fix, cell_uri: str, version: int | None) -> types.WorkspaceEdit:

@@ -320,6 +320,8 @@ def register_hover(server: ExportLensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
+        if ls.notebooks.owner_of(params.text_document.uri) is not None:
+            return ls.notebooks.hover(params.text_document.uri, params.position)
         path = path_of(params.text_document.uri)
         if path is None:
             return None
