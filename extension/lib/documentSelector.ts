@@ -8,12 +8,15 @@
  * the cell filter here must name the same notebook type and cell language as the server's
  * (server/exportlens/lsp/handshake.py NOTEBOOK_SYNC; tests/extension/documentSelector.test.ts).
  */
-import type { DocumentSelector } from 'vscode-languageclient/node';
+
+/** A text document filter and an LSP 3.17 notebook cell filter, as vscode-languageclient takes them. */
+export type FileFilter = { scheme: string; language: string };
+export type CellFilter = { notebook: string; language: string };
 
 /** The notebook type of VS Code's built-in Jupyter serializer (the `ipynb` extension). */
 export const JUPYTER_NOTEBOOK = 'jupyter-notebook';
 
-export const DOCUMENT_SELECTOR: DocumentSelector = [
+export const DOCUMENT_SELECTOR: (FileFilter | CellFilter)[] = [
   { scheme: 'file', language: 'python' },
   { notebook: JUPYTER_NOTEBOOK, language: 'python' },
 ];

@@ -14,6 +14,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { copyWorkspace, findVsix, REPO, RunningCodeServer, sleep, startCodeServer } from './codeServer';
 import { EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
 import { verifiedFixScenarios } from './verifiedFixes';
+import { notebookScenario } from './notebook';
 import {
   editorText,
   gotoLine,
@@ -676,6 +677,7 @@ async function main(): Promise<number> {
       if (name === 'trusted') {
         await trustedSession(session.page, session.workspace, session.server.userDataDir, args.only);
         await verifiedFixScenarios({ ...session, python: args.python, scenario, screenshot, log, filter: args.only });
+        await notebookScenario(session.page, session.workspace, scenario, args.only);
         await interpreterScenario(session.page, args.python, root, args.only);
       } else {
         await untrustedSession(session.page, session.workspace, args.only);
