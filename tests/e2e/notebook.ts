@@ -187,6 +187,11 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
 
       // Saving the notebook runs it again: the squiggle goes.
       await poll('no squiggle left in the notebook', 120_000, async () => ((await cellSquiggles(page)).length === 0 ? true : undefined));
+      await poll("the target cell's lens counting no problem", 30_000, async () =>
+        (await lenses.allInnerTexts()).some((t) => t.includes('0 problems in this notebook')) ? true : undefined,
+      ).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}; lenses: ${JSON.stringify(await lenses.allInnerTexts())}`);
+      });
       // The run's shadow script (the joined cells, next to the notebook for its relative imports) is gone.
       const left = fs.readdirSync(path.dirname(file)).filter((n) => n.endsWith('.exportlens.py'));
       if (left.length > 0) {
