@@ -3,6 +3,7 @@
  * Thin on purpose: the analysis lives in the Python server (`python -m exportlens serve`).
  */
 import * as vscode from 'vscode';
+import { fileToRun } from './lib/fileToRun';
 import { onInterpreterChanged, PYTHON_EXTENSION_ID } from './pythonExtension';
 import { SERVER_COMMAND_RUN, SERVER_COMMAND_SAVE_PROFILES, ServerController } from './serverController';
 import { ExportLensStatusBar } from './statusBar';
@@ -35,17 +36,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show(true)),
     vscode.commands.registerCommand(COMMANDS.restart, () => ctl.restart('restart command')),
     vscode.commands.registerCommand(COMMANDS.runOnFile, async (uri?: vscode.Uri) => {
-      const target = uri ?? vscode.window.activeTextEditor?.document.uri;
-      if (target === undefined || !target.path.endsWith('.py')) {
-        void vscode.window.showWarningMessage('ExportLens: open a Python file to run draft export on it.');
+      const notebook = vscode.window.activeNotebookEditor?.notebook;
+      const target = fileToRun(uri?.toString(), vscode.window.activeTextEditor?.document.uri.toString(), notebook?.uri.toString());
+      if (target === undefined) {
+        void vscode.window.showWarningMessage('ExportLens: open a Python file or a notebook to run draft export on it.');
         return;
       }
-      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target.toString());
-      if (doc?.isDirty) {
-        // The worker imports the file from disk: run on what the user sees.
-        await doc.save();
+      // The worker runs the file from disk: run on what the user sees.
+      if (notebook !== undefined && notebook.uri.toString() === target) {
+        if (notebook.isDirty) {
+          await notebook.save();
+        }
+      } else {
+        const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target);
+        if (doc?.isDirty) {
+          await doc.save();
+        }
       }
-      await ctl.executeServerCommand(SERVER_COMMAND_RUN, [target.toString()]);
+      await ctl.executeServerCommand(SERVER_COMMAND_RUN, [target]);
     }),
     vscode.commands.registerCommand(COMMANDS.runOnAllTargets, async () => {
       await ctl.executeServerCommand(SERVER_COMMAND_RUN, []);

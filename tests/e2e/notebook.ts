@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { REPO } from './codeServer';
-import { MOD, poll, waitForWorkbench } from './workbench';
+import { MOD, poll, runCommand, waitForWorkbench } from './workbench';
 
 /** run.ts's scenario runner: a name, a time limit, a body; a screenshot at its end. */
 export type ScenarioRunner = (page: Page, name: string, timeoutMs: number, body: () => Promise<void>, filter?: string) => Promise<boolean>;
@@ -113,7 +113,7 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
   const file = path.join(workspace, NOTEBOOK.file);
   await scenario(
     page,
-    'notebook: squiggle in cell 2, hover, quick fix from the cell, save clears it',
+    'notebook: run from a cell, squiggle in cell 2, hover, quick fix from the cell, save clears it',
     240_000,
     async () => {
       await waitForWorkbench(page);
@@ -122,10 +122,16 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
       const before = cellsOnDisk(file);
       await openNotebook(page, NOTEBOOK.file);
 
-      // Opening runs nothing (a notebook runs on save or on request): the target cell's CodeLens runs it.
+      // Opening runs nothing (a notebook runs on save or on request). The target cell has its
+      // CodeLens; the run is asked the way a user in a cell asks it: the command palette's "Run
+      // draft export on this file" with the cursor in cell 2 (the cell's editor is not the notebook).
       const lens = page.locator(`${CELL_ROW(NOTEBOOK.targetCell)} .codelens-decoration a`, { hasText: 'Run draft export' }).first();
       await lens.waitFor({ state: 'visible', timeout: 120_000 });
-      await lens.click();
+      await page
+        .locator(`${CELL_ROW(NOTEBOOK.cell)} .monaco-editor .view-lines`)
+        .first()
+        .click();
+      await runCommand(page, 'ExportLens: Run draft export on this file');
 
       const want = { cell: NOTEBOOK.cell, line: NOTEBOOK.start.line + 1, kind: 'error' };
       await poll(`a squiggle in cell ${want.cell} on line ${want.line}`, 120_000, async () => {

@@ -16,6 +16,7 @@ interface Manifest {
   contributes: {
     commands: { command: string; title: string; category: string }[];
     configuration: { properties: Record<string, { default: unknown; enum?: string[] }> };
+    menus: { commandPalette: { command: string; when: string }[] };
   };
   devDependencies: Record<string, string>;
 }
@@ -23,6 +24,14 @@ interface Manifest {
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 describe('package.json', () => {
+  it('offers "Run draft export on this file" in notebooks too, "Make it export" on Python files on disk', () => {
+    // In a notebook the palette's context has no Python editor once a cell is left (Escape).
+    assert.deepEqual(manifest.contributes.menus.commandPalette, [
+      { command: 'exportlens.runOnFile', when: 'editorLangId == python || notebookType == jupyter-notebook' },
+      { command: 'exportlens.makeItExport', when: 'editorLangId == python && resourceScheme == file' },
+    ]);
+  });
+
   it('has the six commands with their titles', () => {
     const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
