@@ -9,10 +9,13 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from exportlens.lsp.convert import doc_url
+from lsprotocol import types
+
+from exportlens.lsp.convert import doc_url, lsp_range
 from exportlens.model import Diagnostic, Fix
 
 _SYMBOL = re.compile(r"\b([us]\d+)\b")
@@ -159,3 +162,13 @@ def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None =
             f"`tlparse {trace} --export` renders it; attach it to a PyTorch bug report)",
         ]
     return "\n".join(out)
+
+
+def hover_at(diags: Iterable[Diagnostic], position: types.Position, markdown: Callable[[Diagnostic], str]) -> types.Hover | None:
+    """One hover for every diagnostic under the cursor (a .py file's or a notebook cell's), ruled apart."""
+    pos = (position.line, position.character)
+    hits = [d for d in diags if (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)]
+    if not hits:
+        return None
+    value = "\n\n---\n\n".join(markdown(d) for d in hits)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=lsp_range(hits[0].range))

@@ -22,7 +22,7 @@ from exportlens import notebook, suppress
 from exportlens.engine import Engine
 from exportlens.lsp.convert import lsp_range, path_of, text_hash, to_lsp
 from exportlens.lsp.host import Host
-from exportlens.lsp.hover import hover_markdown
+from exportlens.lsp.hover import hover_at, hover_markdown
 from exportlens.lsp.progress import RunProgress, problems_text
 from exportlens.model import ERROR, WARNING, Diagnostic, Fix, TargetResult
 
@@ -192,15 +192,8 @@ class Notebooks:
         if found is None:
             return None
         _, res, index = found
-        pos = (position.line, position.character)
-        hits = [
-            d for d in res.diagnostics if d.cell == index and (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)
-        ]
-        if not hits:
-            return None
         text = res.texts.get(index)  # the text the run analysed: the ranges and symbol lines are in it
-        value = "\n\n---\n\n".join(hover_markdown(d, text) for d in hits)
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=lsp_range(hits[0].range))
+        return hover_at((d for d in res.diagnostics if d.cell == index), position, lambda d: hover_markdown(d, text))
 
     @staticmethod
     def _edit(fix: Fix, cell_uri: str, version: int | None) -> types.WorkspaceEdit:

@@ -21,9 +21,9 @@ from pygls.lsp.server import LanguageServer
 
 from exportlens import __version__
 from exportlens.lsp.actions import Actions
-from exportlens.lsp.convert import lsp_range, path_of, uri_of
+from exportlens.lsp.convert import path_of, uri_of
 from exportlens.lsp.handshake import Replay
-from exportlens.lsp.hover import hover_markdown
+from exportlens.lsp.hover import hover_at, hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
 from exportlens.lsp.notebooks import Notebooks
 from exportlens.lsp.progress import problems_text
@@ -326,18 +326,9 @@ def register_hover(server: ExportLensServer) -> None:
         if path is None:
             return None
         await ls.runs.prepare(path)
-        pos = (params.position.line, params.position.character)
-        parts = []
-        first = None
         text, _ = ls.runs.current_text(path)
-        for diag, _sha, _owner in ls.runs.diagnostics_in(path):
-            r = diag.range
-            if (r.start.line, r.start.character) <= pos <= (r.end.line, r.end.character):
-                parts.append(hover_markdown(diag, text, ls.verification.for_hover(diag)))
-                first = first or diag
-        if first is None:
-            return None
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)), range=lsp_range(first.range))
+        diags = (diag for diag, _sha, _owner in ls.runs.diagnostics_in(path))
+        return hover_at(diags, params.position, lambda d: hover_markdown(d, text, ls.verification.for_hover(d)))
 
 
 def register_code_lens(server: ExportLensServer) -> None:
