@@ -72,6 +72,23 @@ class Plan:
         return [t.name for t in self.targets.targets] if self.targets is not None else []
 
 
+@dataclass(frozen=True)
+class NotebookPlan:
+    """A notebook's code cells planned as one script, under the name of the script a run writes beside it."""
+
+    path: str  # the notebook
+    script: notebook.Script
+    shadow: str
+    plan: Plan
+
+    def mapper(self) -> notebook.Mapper:
+        return notebook.Mapper(self.path, self.shadow, self.script)
+
+
+def _unreadable_notebook(path: str, exc: notebook.NotebookError) -> Diagnostic:
+    return Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")
+
+
 class SourceCache:
     """Files read for placement, once per check (a helper module may be hit many times)."""
 
@@ -170,7 +187,7 @@ class Engine:
             try:
                 text = notebook.join(notebook.read(path)).text
             except notebook.NotebookError as exc:
-                return Plan(path, root, None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
+                return Plan(path, root, None, None, [_unreadable_notebook(path, exc)])
         try:
             if text is not None:
                 refuse_binary(text)  # an editor's buffer of a binary file
@@ -338,6 +355,16 @@ class Engine:
         result.texts = cache.texts()
         return result
 
+    def plan_notebook(self, path: str, raw: str | None = None) -> NotebookPlan | Diagnostic:
+        """Static part of a notebook's check (`raw`: its JSON, else the file); its diagnostic if unreadable."""
+        try:
+            cells = notebook.parse(raw) if raw is not None else notebook.read(path)
+        except notebook.NotebookError as exc:
+            return _unreadable_notebook(path, exc)
+        script = notebook.join(cells)
+        shadow = notebook.shadow_path(path)
+        return NotebookPlan(path, script, shadow, self.plan(shadow, script.text))
+
     async def check_notebook(
         self,
         path: str,
@@ -349,13 +376,10 @@ class Engine:
     ) -> FileResult:
         """A notebook (`raw`: its JSON, else the file): the code cells up to the last target's run as one
         script beside it; diagnostics, fixes and targets come back in cell coordinates."""
-        try:
-            cells = notebook.parse(raw) if raw is not None else notebook.read(path)
-        except notebook.NotebookError as exc:
-            return FileResult(path, diagnostics=[Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")])
-        script = notebook.join(cells)
-        shadow = notebook.shadow_path(path)
-        found = self.plan(shadow, script.text).targets
+        planned = self.plan_notebook(path, raw)
+        if isinstance(planned, Diagnostic):
+            return FileResult(path, diagnostics=[planned])
+        script, shadow, found = planned.script, planned.shadow, planned.plan.targets
         if found is not None and found.targets:
             last = script.to_cell(max(t.line for t in found.targets) - 1)
             script = script.cut_after(last[0]) if last else script

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from exportlens import notebook
-from exportlens.model import ERROR, WARNING, Diagnostic, Range
+from exportlens.model import ERROR, WARNING, Diagnostic
 
 LEVEL = {ERROR: "error", WARNING: "warning"}
 FAILED = ("error", "timeout", "crashed")
@@ -83,16 +83,13 @@ class _Runner:
         if path.suffix != notebook.SUFFIX:
             plan = self._engine().plan(str(path))
             return (None if plan.targets is None else [(t.name, t.line) for t in plan.targets.targets]), plan.diagnostics
-        try:
-            script = notebook.join(notebook.read(str(path)))
-        except notebook.NotebookError as exc:
-            return None, [Diagnostic(str(path), Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")]
-        shadow = notebook.shadow_path(str(path))  # named only, never written: planning reads the text given
-        plan = self._engine().plan(shadow, script.text)
-        if plan.targets is None:
-            return None, plan.diagnostics
-        mapper = notebook.Mapper(str(path), shadow, script)
-        return [(mapper.text(t.name), None) for t in plan.targets.targets], [mapper.diagnostic(d) for d in plan.diagnostics]
+        planned = self._engine().plan_notebook(str(path))  # its script is named, never written
+        if isinstance(planned, Diagnostic):
+            return None, [planned]
+        if planned.plan.targets is None:
+            return None, planned.plan.diagnostics
+        mapper = planned.mapper()
+        return [(mapper.text(t.name), None) for t in planned.plan.targets.targets], [mapper.diagnostic(d) for d in planned.plan.diagnostics]
 
     def check(self, path: Path) -> Any:
         key = str(path.resolve())
