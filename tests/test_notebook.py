@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
@@ -123,12 +129,114 @@ def test_syntax_error_lands_in_its_cell(tmp_path: Path) -> None:
     assert (d["code"], d["cell"], d["range"]["start"]["line"]) == ("syntax-error", 2, 1)
 
 
-def test_unwritable_script_is_said_plainly(engine: SyncEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(notebook, "shadow_path", lambda path: str(tmp_path / "no" / "such" / "dir" / ".x.py"))
-    res = engine.check(NB)
-    (d,) = res.diagnostics
-    assert d.code == "target-error" and d.message.startswith("ExportLens runs a notebook as a script beside it, and could not write one")
-    assert res.targets == []
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under `folder`, hidden ones too: name → (size, mtime)."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))}
+
+
+def _project_with(tmp_path: Path, nb: Path) -> Path:
+    dest = tmp_path / "proj"
+    dest.mkdir()
+    (dest / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    shutil.copy(nb, dest / nb.name)
+    return dest
+
+
+def test_a_notebook_check_writes_nothing_in_the_project(engine: SyncEngine, tmp_path: Path) -> None:
+    """The joined cells run from memory under a name beside the notebook: no file appears, even for a moment."""
+    proj = _project_with(tmp_path, NB)
+    before = _files(proj)
+    res = engine.check(proj / "threshold.ipynb")
+    assert [(d.code, d.cell, d.range.start.line) for d in res.diagnostics] == [("data-dependent-guard", 2, 3)]
+    out = cli("check", str(proj / "threshold.ipynb"), "--format", "json")  # verifies every fix too: each is one more run
+    assert out.returncode == 1, out.stderr
+    (d,) = json.loads(out.stdout)["diagnostics"]
+    assert [f["verification"]["status"] for f in d["fixes"]] == ["export-passes", "breaks"]
+    assert _files(proj) == before
+
+
+SLOW_NOTEBOOK = {
+    "nbformat": 4,
+    "nbformat_minor": 5,
+    "metadata": {},
+    "cells": [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["import os, time\n", "import torch\n"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": ['open(os.environ["EXPORTLENS_TEST_MARK"], "w").close()  # the run is under way\n', "time.sleep(600)\n"],
+        },
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))\n"]},
+    ],
+}
+
+
+def test_a_cli_killed_mid_run_leaves_nothing_in_the_project(tmp_path: Path) -> None:
+    """SIGKILL (a closed laptop, the OOM killer) gives no chance to clean up: there must be nothing to clean."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (proj / "slow.ipynb").write_text(json.dumps(SLOW_NOTEBOOK))
+    mark = tmp_path / "running"  # outside the project
+    before = _files(proj)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "EXPORTLENS_TEST_MARK": str(mark)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exportlens", "check", str(proj / "slow.ipynb")],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240  # a cold worker imports torch first
+        while not mark.exists():
+            assert proc.poll() is None, "the check ended before its notebook ran"
+            assert time.monotonic() < deadline, "the notebook's cells never started"
+            time.sleep(0.1)
+        assert _files(proj) == before  # mid-run: the cells are running, and nothing is beside them
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker this test started, if it outlived the CLI
+        except ProcessLookupError:
+            pass
+        proc.wait(30)
+    assert _files(proj) == before
+
+
+@pytest.fixture()
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A project folder nobody can write to (root included: the folder is also made immutable)."""
+    proj = _project_with(tmp_path, NB)
+    proj.chmod(0o555)
+    immutable = False
+    try:
+        (proj / ".probe").touch()
+    except OSError:
+        pass
+    else:  # root ignores the mode
+        (proj / ".probe").unlink()
+        immutable = subprocess.run(["chattr", "+i", str(proj)], capture_output=True).returncode == 0
+        if not immutable:
+            pytest.skip("cannot make a folder read-only for this user here")
+    try:
+        yield proj
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(proj)], check=True)
+        proj.chmod(0o755)
+
+
+def test_a_notebook_in_a_read_only_folder_is_checked(read_only: Path) -> None:
+    with pytest.raises(OSError):
+        (read_only / ".x").touch()
+    out = cli("check", str(read_only / "threshold.ipynb"))
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.splitlines()[0].startswith(f"{read_only / 'threshold.ipynb'}:cell 2:4:12: error[data-dependent-guard]: Draft export could not decide `n > 2`")
 
 
 def test_fix_commands_leave_a_notebook_alone_and_say_where_its_fix_is(tmp_path: Path) -> None:

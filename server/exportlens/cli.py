@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from exportlens import __version__, notebook, project
 from exportlens.cli_progress import CliProgress
-from exportlens.model import ERROR, WARNING, Diagnostic, Range, Report
+from exportlens.model import Diagnostic, Range, Report
 
 if TYPE_CHECKING:
     from exportlens.engine import EngineSettings, FileResult
@@ -60,7 +60,7 @@ def _text_lines(d: Diagnostic, level: str) -> list[str]:
 
 
 def count_problems(report: Report) -> int:
-    return sum(1 for d in report.diagnostics if d.severity in (ERROR, WARNING))
+    return sum(1 for d in report.diagnostics if d.problem)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,11 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--write", action="store_true", help="write the fixed files (default: print the diff only)")
     fix.add_argument("--assume", action="store_true", help="also take assumption fixes (torch._check of a condition for every input)")
     fix.add_argument("--rounds", type=int, default=5, metavar="N", help="at most N rounds of check and fix (default 5)")
-    fix.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S", help=f"seconds per run (default {DEFAULT_TIMEOUT:.0f})")
+    fix.add_argument("--timeout", type=float, default=None, metavar="S", help=f"seconds per run (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f})")
     fix.add_argument("--verify-budget", type=float, default=120.0, metavar="S", help="seconds for verifying the fixes of one round (default 120)")
     fix.add_argument("--jobs", type=int, default=2, metavar="N", help="fixes verified at once (default 2)")
     fix.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
-    fix.add_argument("--python", default=None, help="interpreter with torch for the worker (default: this one)")
+    fix.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
     fix.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
@@ -127,19 +127,20 @@ def _verifying(args: argparse.Namespace) -> bool:
 
 
 def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> EngineSettings:
-    """Flags first, then `[tool.exportlens]`, then the defaults."""
+    """Flags first, then `[tool.exportlens]`, then the defaults (`EngineSettings.resolved`)."""
     from exportlens.engine import EngineSettings
 
-    defaults = EngineSettings()
-    from_pyproject = args.timeout is None and cfg.timeout is not None
-    return EngineSettings(
-        python=args.python or cfg.python,
-        timeout=args.timeout if args.timeout is not None else (cfg.timeout or DEFAULT_TIMEOUT),
-        timeout_knob="timeout under [tool.exportlens] in pyproject.toml (or --timeout)" if from_pyproject else "--timeout",
+    jobs = {"jobs": max(1, args.jobs)} if args.jobs is not None else {}
+    return EngineSettings.resolved(
+        cfg,
+        python=args.python,
+        timeout=args.timeout,
+        compile_backend=args.compile_backend,
+        default_timeout=DEFAULT_TIMEOUT,
+        knob="--timeout",
         memory_mb=args.memory_mb,
-        jobs=max(1, args.jobs) if args.jobs is not None else defaults.jobs,
-        compile_backend=args.compile_backend or cfg.compile_backend or defaults.compile_backend,
         trace_dir=getattr(args, "trace_dir", None),
+        **jobs,
     )
 
 
@@ -257,7 +258,10 @@ async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[A
     from exportlens.fixes.registry import read_disk
     from exportlens.make_exportable import make_exportable
 
-    settings = EngineSettings(python=args.python, timeout=args.timeout, memory_mb=args.memory_mb, jobs=args.jobs)
+    cfg = project.load_config(project.find_root(files[0]))
+    settings = EngineSettings.resolved(
+        cfg, python=args.python, timeout=args.timeout, default_timeout=DEFAULT_TIMEOUT, knob="--timeout", memory_mb=args.memory_mb, jobs=args.jobs
+    )
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)
     try:

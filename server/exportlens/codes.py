@@ -1,17 +1,22 @@
-"""The one table of ExportLens diagnostic codes.
+"""The one table of ExportLens diagnostic codes: one record per code.
 
 Codes are stable strings: editors, CI filters and SARIF consumers (GitHub code scanning keys
-alerts by rule id) depend on them, so a code is never renamed once shipped. Everything that
-describes a code to a person - title, help text, default severity, documentation link - lives
-here so the CLI, the language server and the SARIF writer say the same thing.
-Standard library only: the worker, the server and the CLI all import it.
+alerts by rule id) depend on them, so a code is never renamed once shipped. Everything known about
+a code lives in its record - title, help text, default severity (and so whether it is a problem),
+documentation link, the type of its `Diagnostic.data` (`protocol.py`) and its fixers
+(`fixes/fixers.py`) - so the CLI, the language server, the SARIF writer and the fix registry say
+the same thing. No torch: the server, the CLI and the fixes import it (the worker does not).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from .model import ERROR, HINT, INFORMATION, WARNING
+from . import protocol
+from .fixes import fixers
+from .fixes.fixers import Fixer
+from .model import ERROR, HINT, INFORMATION, WARNING, is_problem
 
 # Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
 # old paths redirect there); these are the current canonical stable locations.
@@ -36,8 +41,15 @@ class CodeInfo:
     code: str
     title: str  # short, one line: SARIF shortDescription, hover heading
     help: str  # one paragraph for a person: what it means and what to do
-    severity: int  # default LSP DiagnosticSeverity (1 error, 2 warning, 3 information)
+    severity: int  # default LSP DiagnosticSeverity (1 error, 2 warning, 3 information, 4 hint)
     url: str | None  # documentation page, None when no page fits
+    data: Any = field(kw_only=True)  # the TypedDict (or union of them) of its `Diagnostic.data`, from protocol.py
+    fixers: tuple[Fixer, ...] = field(default=(), kw_only=True)  # what computes its quick fixes, in order
+
+    @property
+    def problem(self) -> bool:
+        """Whether a finding of this code at its default level is a problem (it fails a check)."""
+        return is_problem(self.severity)
 
 
 _TABLE: tuple[CodeInfo, ...] = (
@@ -52,6 +64,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "value from tensor shapes instead of tensor contents.",
         ERROR,
         GUARD_ON_DATA_DEPENDENT_URL,
+        data=protocol.DataDependentData | protocol.TorchBugData,
+        fixers=(fixers.data_dependent,),
     ),
     CodeInfo(
         "missing-fake-kernel",
@@ -63,6 +77,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "device; draft export recorded the shapes it observed to help you write it.",
         ERROR,
         REGISTER_FAKE_URL,
+        data=protocol.FakeKernelData,
+        fixers=(fixers.fake_kernel,),
     ),
     CodeInfo(
         "mismatched-fake-kernel",
@@ -74,6 +90,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "outputs exactly, then check it with torch.library.opcheck.",
         WARNING,
         REGISTER_FAKE_URL,
+        data=protocol.FakeKernelData,
+        fixers=(fixers.mismatched_fake_kernel,),
     ),
     CodeInfo(
         "guard-added",
@@ -85,6 +103,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "max=...) or a static size) as draft export suggests.",
         ERROR,
         EXPORT_PROGRAMMING_MODEL_URL,
+        data=protocol.GuardAddedData,
+        fixers=(fixers.guard_added,),
     ),
     CodeInfo(
         "export-error",
@@ -94,6 +114,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "fix the line it points at and run the check again.",
         ERROR,
         DRAFT_EXPORT_URL,
+        data=protocol.ExportErrorData,
     ),
     CodeInfo(
         "graph-break",
@@ -105,6 +126,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "operator.",
         WARNING,
         GRAPH_BREAKS_URL,
+        data=protocol.GraphBreakData,
+        fixers=(fixers.compile_finding,),
     ),
     CodeInfo(
         "recompile",
@@ -115,6 +138,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "dimensions dynamic or wrap changing Python numbers in tensors.",
         WARNING,
         RECOMPILATION_URL,
+        data=protocol.RecompileData,
+        fixers=(fixers.compile_finding,),
     ),
     CodeInfo(
         "tracer-warning",
@@ -125,6 +150,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "operations, or use torch.export instead of torch.jit.trace.",
         WARNING,
         JIT_TRACE_URL,
+        data=protocol.TracerWarningData,
     ),
     CodeInfo(
         "trace-check-failed",
@@ -135,6 +161,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "traced code or use torch.export.",
         ERROR,
         JIT_TRACE_URL,
+        data=protocol.TraceCheckFailedData,
     ),
     CodeInfo(
         "syntax-error",
@@ -144,6 +171,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "back on the next check.",
         ERROR,
         PYTHON_SYNTAX_ERROR_URL,
+        data=protocol.SyntaxErrorData,
     ),
     CodeInfo(
         "worker-crashed",
@@ -154,6 +182,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "the crash, or raise the memory limit if the model is large.",
         ERROR,
         None,
+        data=protocol.CrashData,
     ),
     CodeInfo(
         "worker-timeout",
@@ -163,6 +192,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "time), use smaller example inputs, or raise the timeout.",
         ERROR,
         None,
+        data=protocol.CrashData,
     ),
     CodeInfo(
         "target-error",
@@ -172,6 +202,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "placed on your innermost line; fix it so the model runs eagerly first.",
         ERROR,
         None,
+        data=protocol.TargetErrorData,
     ),
     CodeInfo(
         "no-target",
@@ -182,6 +213,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "pyproject.toml.",
         INFORMATION,
         None,
+        data=protocol.NoData,
     ),
     # Added after the first release: new codes go last, so SARIF rule indices stay stable.
     CodeInfo(
@@ -194,6 +226,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "issue report.",
         INFORMATION,
         DRAFT_EXPORT_URL,
+        data=protocol.DraftCrashData,
     ),
     CodeInfo(
         "config-error",
@@ -204,6 +237,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         "command-line flag or the editor setting instead.",
         ERROR,
         None,
+        data=protocol.NoData,
     ),
     CodeInfo(
         "deprecated-api",
@@ -214,6 +248,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "recommends; the quick fix rewrites the call.",
         HINT,
         TORCH_CHECK_URL,
+        data=protocol.DeprecatedApiData,
+        fixers=(fixers.deprecated_api,),
     ),
     CodeInfo(
         "unused-ignore",
@@ -224,6 +260,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         "hidden by accident.",
         HINT,
         None,
+        data=protocol.UnusedIgnoreData,
+        fixers=(fixers.unused_ignore,),
     ),
 )
 

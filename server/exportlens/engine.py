@@ -1,7 +1,9 @@
-"""The engine: one call from a file path to its diagnostics, shared by the CLI and the server.
+"""The engine: one call from a document to its diagnostics, shared by the CLI, the server and pytest.
 
-Reads and syntax-checks the file (no user code runs for that), finds its targets statically,
-runs them in the warm worker, and turns the worker's events into placed diagnostics.
+`Engine.check(document)` is the one entry, for a .py file and a notebook alike: it plans the
+document's runnable text (reads and syntax-checks it, finds its targets statically; no user code
+runs for that), runs the targets in the warm worker from memory, folds the worker's events into
+placed diagnostics (`_Fold`), and hands the result back in the document's own positions.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ import itertools
 import os
 import shutil
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from exportlens import deprecated, findings, notebook, project, suppress, targets
+from exportlens import deprecated, document, findings, project, suppress, targets
+from exportlens.document import Document
 from exportlens.findings import placement
-from exportlens.model import ERROR, INFORMATION, WARNING, Diagnostic, Range, Report, TargetResult
-from exportlens.protocol import FindingEvent, TargetEvent
+from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
+from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
 from exportlens.worker_client import WorkerClient, WorkerUnavailable, default_jobs
@@ -37,20 +41,46 @@ class EngineSettings:
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
 
+    @classmethod
+    def resolved(
+        cls,
+        cfg: project.ProjectConfig,
+        *,
+        python: str | None = None,
+        timeout: float | None = None,
+        compile_backend: str | None = None,
+        default_timeout: float = 120.0,
+        knob: str = "the timeout",
+        **fixed: Any,
+    ) -> EngineSettings:
+        """The one precedence of every front end (CLI, language server, pytest plugin): what the user
+        gave it (a flag, an editor setting; None: not given), then `[tool.exportlens]` of
+        pyproject.toml, then the defaults. `knob` names how the front end sets the timeout; `fixed`
+        are settings only the front end has (jobs, memory, trace folder)."""
+        from_pyproject = timeout is None and cfg.timeout is not None
+        return cls(
+            python=python or cfg.python,
+            timeout=timeout if timeout is not None else (cfg.timeout or default_timeout),
+            timeout_knob=f"timeout under [tool.exportlens] in pyproject.toml (or {knob})" if from_pyproject else knob,
+            compile_backend=compile_backend or cfg.compile_backend or cls.compile_backend,
+            **fixed,
+        )
+
 
 @dataclass
 class FileResult:
     path: str
     targets: list[TargetResult] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # in the document's positions (a notebook's: per cell)
     ran: bool = False  # whether user code was run for it
     op_profiles: list[dict[str, Any]] = field(default_factory=list)  # files written by save_op_profiles
     ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore` comments
     trace_files: list[str] = field(default_factory=list)  # torch's structured traces of this run
-    texts: dict[str, str] = field(default_factory=dict)  # file → the text its diagnostics were placed on
+    texts: dict[str, str] = field(default_factory=dict)  # `model.place` → the text its diagnostics were placed on
     # target name → what fix verification compares: "outputs" (fingerprint) or "outputs_error",
     # and "plain_export" ("ok" or what plain torch.export.export raised)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    document: Document | None = None  # what ran: fixes computed later are placed by its mapper
 
 
 @dataclass(frozen=True)
@@ -70,23 +100,6 @@ class Plan:
     @property
     def target_names(self) -> list[str]:
         return [t.name for t in self.targets.targets] if self.targets is not None else []
-
-
-@dataclass(frozen=True)
-class NotebookPlan:
-    """A notebook's code cells planned as one script, under the name of the script a run writes beside it."""
-
-    path: str  # the notebook
-    script: notebook.Script
-    shadow: str
-    plan: Plan
-
-    def mapper(self) -> notebook.Mapper:
-        return notebook.Mapper(self.path, self.shadow, self.script)
-
-
-def _unreadable_notebook(path: str, exc: notebook.NotebookError) -> Diagnostic:
-    return Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", str(exc), "")
 
 
 class SourceCache:
@@ -160,15 +173,20 @@ class Engine:
     async def close(self) -> None:
         await self.worker.close()
 
-    def plan(self, path: str, text: str | None = None) -> Plan:
-        """Static part of a check: read, syntax-check and find targets. Runs no user code.
+    def plan(self, doc: Document | str, text: str | None = None) -> Plan:
+        """Static part of a check (`doc`, or the file at a path with `text`): read, syntax-check and
+        find targets, in the runnable text's positions. Runs no user code.
 
         Never raises: a file that cannot be planned (nested too deeply for the compiler, too big...)
         is its own diagnostic, and the rest of a folder is still checked.
         """
-        path = os.path.abspath(path)
+        if isinstance(doc, str):
+            doc = document.load(doc, text)
+        if doc.unreadable is not None:
+            return Plan(doc.path, _root_of(doc.path), None, None, [Diagnostic(doc.path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", doc.unreadable, "")])
+        path = doc.script
         try:
-            return self._plan(path, text)
+            return self._plan(path, doc.text)
         except (Exception, RecursionError) as exc:
             why = (
                 "it is nested too deeply for Python's compiler"
@@ -183,11 +201,6 @@ class Engine:
     def _plan(self, path: str, text: str | None) -> Plan:
         root = project.find_root(path)
         cfg = project.load_config(root)
-        if text is None and path.endswith(notebook.SUFFIX):  # its code cells, as one script
-            try:
-                text = notebook.join(notebook.read(path)).text
-            except notebook.NotebookError as exc:
-                return Plan(path, root, None, None, [_unreadable_notebook(path, exc)])
         try:
             if text is not None:
                 refuse_binary(text)  # an editor's buffer of a binary file
@@ -208,11 +221,10 @@ class Engine:
         notice = [Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.notice, "")] if cfg.notice else []
         return Plan(path, root, src, found, config_diagnostics(cfg) + notice + deprecated.check(src))
 
-    async def check_file(
+    async def check(
         self,
-        path: str,
+        doc: Document,
         *,
-        text: str | None = None,
         explicit: bool = True,
         on_target: Callable[[TargetResult], None] | None = None,
         on_phase: Callable[[str, str], None] | None = None,
@@ -222,38 +234,36 @@ class Engine:
         plain_export: bool = False,
         timeout: float | None = None,
     ) -> FileResult:
-        """Diagnostics for one file. `explicit`: the user asked for this file (not a folder walk).
+        """Diagnostics for one document, in its own positions. `explicit`: the user asked for it (not a folder walk).
 
-        `on_phase(phase, target)` is told what the job is doing (importing, building the model, exporting).
-        `overrides` ({path: text}) are run and placed instead of those files' disk contents
-        (the worker serves them under the real names; nothing is written). `outputs` and
-        `plain_export` collect what fix verification compares (see `FileResult.facts`).
+        The document's text runs as planned, from memory (nothing is written). `on_phase(phase,
+        target)` is told what the job is doing (importing, building the model, exporting).
+        `overrides` ({path: text}) are other files run and placed instead of their disk contents.
+        `outputs` and `plain_export` collect what fix verification compares (`FileResult.facts`).
         """
-        path = os.path.abspath(path)
         overrides = {os.path.abspath(p): t for p, t in (overrides or {}).items()}
-        if text is None:
-            text = overrides.get(path)
-        if path.endswith(notebook.SUFFIX):
-            return await self.check_notebook(path, raw=text, explicit=explicit, on_target=on_target, save_op_profiles=save_op_profiles)
-        result = FileResult(path)
         # off the event loop: parsing a 20,000-line file must not stall an editor's requests
-        plan = await asyncio.to_thread(self.plan, path, text)
-        src, found, root = plan.source, plan.targets, plan.root
+        plan = await asyncio.to_thread(self.plan, doc)
+        src, found, path = plan.source, plan.targets, plan.path
+        result = FileResult(path)  # in the runnable text's positions until `_shown`
         result.diagnostics.extend(plan.diagnostics)
-        if src is not None:
-            result.texts[path] = src.text
-        if found is None:
-            return result
+        if src is None or found is None:
+            return _shown(result, doc)
+        result.texts[path] = src.text
         if not found.targets:
             if explicit:
                 result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target", targets.NO_TARGET_HELP, ""))
-            return result
-        cache = SourceCache({**overrides, **({path: src.text} if src is not None else {})})  # read once: plan already did
+            return _shown(result, doc)
+        ran = doc.upto(src.text, max(t.line for t in found.targets))
+        assert ran.text is not None
+        mapper = ran.mapper
+        cache = SourceCache({**overrides, path: ran.text})  # read once: plan already did
         result.ran = True
-        job = found.job(path, root)
-        job["source"] = src.text if src is not None else None  # run what was planned, not a later disk state
-        if overrides:
-            job["overrides"] = overrides
+        job = found.job(path, plan.root)
+        job["source"] = ran.text  # run what was planned, not a later disk state
+        others = {p: t for p, t in overrides.items() if p != path}
+        if others:
+            job["overrides"] = others
         if outputs:
             job["outputs"] = True
         if plain_export:
@@ -263,164 +273,34 @@ class Engine:
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
         if run_dir:
             job["trace_dir"] = run_dir
-        seen: set[str] = set()
-        raw: list[Diagnostic] = []
-        partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
-        started = time.perf_counter()
+        fold = _Fold(
+            plan,
+            cache,
+            result,
+            self.settings.timeout_knob,
+            on_target=(lambda t: on_target(mapper.target(t))) if on_target else None,
+            on_phase=(lambda phase, target: on_phase(phase, mapper.text(target))) if on_phase else None,
+        )
         try:
             async for event in self.worker.run(job, timeout=timeout or self.settings.timeout, memory_mb=self.settings.memory_mb):
-                if event["event"] == "finding":
-                    _add_partial(partial, event)
-                elif event["event"] == "phase":
-                    if on_phase:
-                        on_phase(str(event.get("phase") or ""), str(event.get("target") or ""))
-                elif event["event"] == "target":
-                    partial.pop(str(event.get("name")), None)  # the complete report supersedes the stream
-                    ctx = findings.Context(root, cache, event["name"], event["file"], int(event["line"]))
-                    got = findings.from_event(ctx, event)
-                    raw.extend(got)
-                    status = (
-                        "error"
-                        if "exception" in event or "target_error" in event
-                        else ("problems" if any(d.severity in (ERROR, WARNING) for d in got) else "ok")
-                    )
-                    if event.get("unsupported"):
-                        status = "unsupported"
-                    tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"), status, float(event.get("seconds", 0.0)))
-                    result.targets.append(tr)
-                    seen.add(tr.name)
-                    facts: dict[str, Any] = {k: event[k] for k in ("outputs", "outputs_error", "plain_export") if k in event}
-                    if facts:
-                        result.facts[tr.name] = facts
-                    if saved := event.get("op_profiles"):
-                        result.op_profiles.append({"target": tr.name, **saved})
-                    if on_target:
-                        on_target(tr)
-                elif event["event"] == "done" and event["status"] == "ok" and not seen:
-                    # the job finished yet no target reported: never a silent "0 problems in 0 targets"
-                    t = found.targets[0]
-                    names = ", ".join(x.name for x in found.targets[:3]) + (" …" if len(found.targets) > 3 else "")
-                    raw.append(
-                        Diagnostic(
-                            path,
-                            placement.statement_range(src, t.line) if src else Range.of(t.line - 1, 0, t.line - 1, 0),
-                            ERROR,
-                            "target-error",
-                            f"No target of this file ran ({names}): the file finished without reaching "
-                            "them (an early return or exit, a branch not taken, or `if __name__ == "
-                            '"__main__"` around them when they are not script calls).',
-                            t.name,
-                        )
-                    )
-                    result.targets.append(TargetResult(t.name, path, t.line, t.kind, "error", time.perf_counter() - started))
-                elif event["event"] == "done" and event["status"] in ("crashed", "timeout"):
-                    kept = 0
-                    for name, ev in partial.items():  # what torch recorded before the deadline still counts
-                        ctx = findings.Context(root, cache, name, ev["file"], int(ev["line"]))
-                        got = findings.from_event(ctx, ev)
-                        kept += len(got)
-                        raw.extend(got)
-                    stopped = [t for t in _stopped_targets(found, partial) if t.name not in seen] or _stopped_targets(found, {})
-                    halted = stopped[0]
-                    ctx = findings.Context(root, cache, halted.name, halted.file or path, halted.line)
-                    raw.append(
-                        findings.crash_diagnostic(
-                            ctx, event["status"], event.get("detail", ""), event.get("stderr", ""), timeout_knob=self.settings.timeout_knob, found=kept
-                        )
-                    )
-                    tr = TargetResult(halted.name, halted.file or path, halted.line, halted.kind, event["status"], time.perf_counter() - started)
-                    result.targets.append(tr)
-                    if on_target:
-                        on_target(tr)
+                fold.take(event)
         except WorkerUnavailable as exc:
-            result.ran = False
-            t = found.targets[0]
-            raw.append(
-                Diagnostic(
-                    path,
-                    placement.statement_range(src, t.line) if src else Range.of(0, 0, 0, 0),
-                    ERROR,
-                    "worker-crashed",
-                    f"ExportLens could not start its worker: {exc}",
-                    t.name,
-                )
-            )
-            result.targets.append(TargetResult(t.name, path, t.line, t.kind, "crashed", 0.0))
+            fold.unavailable(exc)
         if run_dir:
-            _attach_traces(result, raw, run_dir)
-        result.diagnostics.extend(_merge(raw))
-        _suppress(result, cache, project.load_config(root))
+            _attach_traces(result, fold.raw, run_dir)
+        result.diagnostics.extend(_merge(fold.raw))
+        _suppress(result, cache, project.load_config(plan.root))
         for file in {d.file for d in result.diagnostics} | {path}:
             cache(file)
         result.texts = cache.texts()
-        return result
+        return _shown(result, ran)
 
-    def plan_notebook(self, path: str, raw: str | None = None) -> NotebookPlan | Diagnostic:
-        """Static part of a notebook's check (`raw`: its JSON, else the file); its diagnostic if unreadable."""
-        try:
-            cells = notebook.parse(raw) if raw is not None else notebook.read(path)
-        except notebook.NotebookError as exc:
-            return _unreadable_notebook(path, exc)
-        script = notebook.join(cells)
-        shadow = notebook.shadow_path(path)
-        return NotebookPlan(path, script, shadow, self.plan(shadow, script.text))
-
-    async def check_notebook(
-        self,
-        path: str,
-        *,
-        raw: str | None = None,
-        explicit: bool = True,
-        on_target: Callable[[TargetResult], None] | None = None,
-        save_op_profiles: bool = False,
-    ) -> FileResult:
-        """A notebook (`raw`: its JSON, else the file): the code cells up to the last target's run as one
-        script beside it; diagnostics, fixes and targets come back in cell coordinates."""
-        planned = self.plan_notebook(path, raw)
-        if isinstance(planned, Diagnostic):
-            return FileResult(path, diagnostics=[planned])
-        script, shadow, found = planned.script, planned.shadow, planned.plan.targets
-        if found is not None and found.targets:
-            last = script.to_cell(max(t.line for t in found.targets) - 1)
-            script = script.cut_after(last[0]) if last else script
-        mapper = notebook.Mapper(path, shadow, script)
-        report = (lambda t: on_target(mapper.target(t))) if on_target else None
-        try:
-            with open(shadow, "w", encoding="utf-8") as fh:
-                fh.write(script.text)
-        except OSError as exc:
-            return FileResult(
-                path,
-                diagnostics=[
-                    Diagnostic(
-                        path,
-                        Range.of(0, 0, 0, 0),
-                        ERROR,
-                        "target-error",
-                        f"ExportLens runs a notebook as a script beside it, and could not write one: {exc}",
-                        "",
-                    )
-                ],
-            )
-        try:
-            inner = await self.check_file(shadow, text=script.text, explicit=explicit, on_target=report, save_op_profiles=save_op_profiles)
-            from exportlens.fixes import registry
-
-            registry.attach(inner.diagnostics, lambda p: script.text if p == shadow else registry.read_disk(p))
-        finally:
-            try:
-                os.remove(shadow)
-            except OSError:
-                pass
-        return FileResult(
-            path,
-            [mapper.target(t) for t in inner.targets],
-            [mapper.diagnostic(d) for d in inner.diagnostics],
-            inner.ran,
-            inner.op_profiles,
-            [mapper.diagnostic(d) for d in inner.ignored],
-            inner.trace_files,
-        )
+    async def check_file(self, path: str, *, text: str | None = None, overrides: dict[str, str] | None = None, **options: Any) -> FileResult:
+        """`check` of the file at `path` (`text`: the editor's; else an override of it, else the disk's)."""
+        path = os.path.abspath(path)
+        if text is None:
+            text = {os.path.abspath(p): t for p, t in (overrides or {}).items()}.get(path)
+        return await self.check(document.load(path, text), overrides=overrides, **options)
 
     async def check_paths(
         self,
@@ -435,7 +315,7 @@ class Engine:
         """Every Python file under `paths`; files named directly always get an answer.
 
         `on_phase(path, phase, target)` is told what each file's job is doing; `on_file` when it is done.
-        `outputs`/`plain_export`: what fix verification compares (see `check_file`).
+        `outputs`/`plain_export`: what fix verification compares (see `check`).
         """
         files: list[tuple[str, bool]] = []
         for p in paths:
@@ -449,8 +329,8 @@ class Engine:
             async with gate:
                 tell = functools.partial(on_phase, file) if on_phase else None
                 try:
-                    res = await self.check_file(
-                        file, explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles, outputs=outputs, plain_export=plain_export
+                    res = await self.check(
+                        document.load(file), explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles, outputs=outputs, plain_export=plain_export
                     )
                 except Exception as exc:  # a bug of ours on one file must not lose the others' results
                     res = FileResult(
@@ -490,6 +370,12 @@ class Engine:
         return report
 
 
+# A streamed `finding` carries the keys of its target's final event (`protocol.FindingEvent`, the one
+# place they are declared): lists of findings add up, anything else is the latest.
+_FINDING_HEADER = {"event", "id", "name", "file", "line", "kind"}
+STREAMED: dict[str, bool] = {key: typing.get_origin(hint) is list for key, hint in typing.get_type_hints(FindingEvent).items() if key not in _FINDING_HEADER}
+
+
 @dataclass
 class _Pending:
     name: str
@@ -498,39 +384,157 @@ class _Pending:
     kind: str
 
 
-def _stopped_targets(plan: targets.FileTargets, partial: dict[str, TargetEvent]) -> list[_Pending]:
-    """The targets a stopped job may have been running: those with streamed findings first, latest first."""
-    streamed = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export")) for name, ev in reversed(partial.items())]
-    return streamed + [_Pending(t.name, None, t.line, t.kind) for t in plan.targets]
+class _Fold:
+    """One job's events folded into a result, one method per event kind (`take` dispatches).
+
+    Streamed findings are kept per target until its complete `target` event supersedes them, so a
+    job stopped by its deadline or a crash still reports what torch recorded; a job that finished
+    without any target reporting is said, never shown as "0 problems in 0 targets".
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        cache: SourceCache,
+        result: FileResult,
+        timeout_knob: str,
+        *,
+        on_target: Callable[[TargetResult], None] | None,
+        on_phase: Callable[[str, str], None] | None,
+    ) -> None:
+        assert plan.targets is not None and plan.source is not None
+        self.found, self.src, self.path, self.root = plan.targets, plan.source, plan.path, plan.root
+        self.cache, self.result, self.timeout_knob = cache, result, timeout_knob
+        self.on_target, self.on_phase = on_target, on_phase
+        self.raw: list[Diagnostic] = []
+        self.seen: set[str] = set()
+        self.partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
+        self.started = time.perf_counter()
+
+    def take(self, event: JobEvent) -> None:
+        if event["event"] == "finding":
+            self.finding(event)
+        elif event["event"] == "phase":
+            self.phase(event)
+        elif event["event"] == "target":
+            self.target(event)
+        elif event["event"] == "done":
+            self.done(event)
+
+    def finding(self, event: FindingEvent) -> None:
+        """Collect one streamed finding into a target event of the same shape as the final one."""
+        name = str(event.get("name"))
+        if name in self.partial:  # the last target to stream is the one most likely running when the job stopped
+            self.partial[name] = self.partial.pop(name)
+        target = self.partial.setdefault(
+            name,
+            {
+                "event": "target",
+                "name": name,
+                "file": event["file"],
+                "line": int(event.get("line") or 1),
+                "kind": event.get("kind", "export"),
+                "seconds": 0.0,
+                "partial": True,
+            },
+        )
+        stored = cast("dict[str, Any]", target)
+        for key, adds_up in STREAMED.items():
+            if key in event:
+                value = cast("dict[str, Any]", event)[key]
+                if adds_up:
+                    stored.setdefault(key, []).extend(value)
+                else:
+                    stored[key] = value
+
+    def phase(self, event: PhaseEvent) -> None:
+        if self.on_phase:
+            self.on_phase(str(event.get("phase") or ""), str(event.get("target") or ""))
+
+    def target(self, event: TargetEvent) -> None:
+        self.partial.pop(str(event.get("name")), None)  # the complete report supersedes the stream
+        ctx = findings.Context(self.root, self.cache, event["name"], event["file"], int(event["line"]))
+        got = findings.from_event(ctx, event)
+        self.raw.extend(got)
+        status = "error" if "exception" in event or "target_error" in event else ("problems" if any(d.problem for d in got) else "ok")
+        if event.get("unsupported"):
+            status = "unsupported"
+        tr = TargetResult(event["name"], event["file"], int(event["line"]), event.get("kind", "export"), status, float(event.get("seconds", 0.0)))
+        self._add_target(tr)
+        self.seen.add(tr.name)
+        facts: dict[str, Any] = {k: event[k] for k in ("outputs", "outputs_error", "plain_export") if k in event}
+        if facts:
+            self.result.facts[tr.name] = facts
+        if saved := event.get("op_profiles"):
+            self.result.op_profiles.append({"target": tr.name, **saved})
+
+    def done(self, event: DoneEvent) -> None:
+        if event["status"] == "ok" and not self.seen:
+            # the job finished yet no target reported: never a silent "0 problems in 0 targets"
+            t = self.found.targets[0]
+            names = ", ".join(x.name for x in self.found.targets[:3]) + (" …" if len(self.found.targets) > 3 else "")
+            self.raw.append(
+                Diagnostic(
+                    self.path,
+                    placement.statement_range(self.src, t.line),
+                    ERROR,
+                    "target-error",
+                    f"No target of this file ran ({names}): the file finished without reaching "
+                    "them (an early return or exit, a branch not taken, or `if __name__ == "
+                    '"__main__"` around them when they are not script calls).',
+                    t.name,
+                )
+            )
+            self.result.targets.append(TargetResult(t.name, self.path, t.line, t.kind, "error", time.perf_counter() - self.started))
+        elif event["status"] in ("crashed", "timeout"):
+            kept = 0
+            for name, ev in self.partial.items():  # what torch recorded before the deadline still counts
+                got = findings.from_event(findings.Context(self.root, self.cache, name, ev["file"], int(ev["line"])), ev)
+                kept += len(got)
+                self.raw.extend(got)
+            stopped = [t for t in self._stopped() if t.name not in self.seen] or self._stopped(streamed=False)
+            halted = stopped[0]
+            ctx = findings.Context(self.root, self.cache, halted.name, halted.file or self.path, halted.line)
+            self.raw.append(
+                findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", ""), timeout_knob=self.timeout_knob, found=kept)
+            )
+            self._add_target(TargetResult(halted.name, halted.file or self.path, halted.line, halted.kind, event["status"], time.perf_counter() - self.started))
+
+    def unavailable(self, exc: WorkerUnavailable) -> None:
+        """The worker could not start: the first target says so."""
+        self.result.ran = False
+        t = self.found.targets[0]
+        self.raw.append(
+            Diagnostic(self.path, placement.statement_range(self.src, t.line), ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name)
+        )
+        self.result.targets.append(TargetResult(t.name, self.path, t.line, t.kind, "crashed", 0.0))
+
+    def _add_target(self, tr: TargetResult) -> None:
+        self.result.targets.append(tr)
+        if self.on_target:
+            self.on_target(tr)
+
+    def _stopped(self, *, streamed: bool = True) -> list[_Pending]:
+        """The targets a stopped job may have been running: those with streamed findings first, latest first."""
+        found = [_Pending(name, ev.get("file"), int(ev.get("line") or 1), str(ev.get("kind") or "export")) for name, ev in reversed(self.partial.items())]
+        return (found if streamed else []) + [_Pending(t.name, None, t.line, t.kind) for t in self.found.targets]
 
 
-def _add_partial(partial: dict[str, TargetEvent], event: FindingEvent) -> None:
-    """Collect one streamed `finding` into a target event of the same shape as the final one."""
-    name = str(event.get("name"))
-    if name in partial:  # the last target to stream is the one most likely running when the job stopped
-        partial[name] = partial.pop(name)
-    target = partial.setdefault(
-        name,
-        {
-            "event": "target",
-            "name": name,
-            "file": event["file"],
-            "line": int(event.get("line") or 1),
-            "kind": event.get("kind", "export"),
-            "seconds": 0.0,
-            "partial": True,
-        },
+def _shown(result: FileResult, doc: Document) -> FileResult:
+    """A run's result (in the runnable text's positions) in the document's own."""
+    m = doc.mapper
+    return FileResult(
+        doc.path,
+        [m.target(t) for t in result.targets],
+        [m.diagnostic(d) for d in result.diagnostics],
+        result.ran,
+        result.op_profiles,
+        [m.diagnostic(d) for d in result.ignored],
+        result.trace_files,
+        m.texts(result.texts),
+        {m.text(name): facts for name, facts in result.facts.items()},
+        doc,
     )
-    if "failures" in event:
-        target.setdefault("failures", []).extend(event["failures"])
-    if "compile_findings" in event:
-        target.setdefault("compile_findings", []).extend(event["compile_findings"])
-    if "trace_findings" in event:
-        target.setdefault("trace_findings", []).extend(event["trace_findings"])
-    if "definition" in event:
-        target["definition"] = event["definition"]
-    if "compile_options" in event:
-        target["compile_options"] = event["compile_options"]
 
 
 def _root_of(path: str) -> str:

@@ -15,6 +15,28 @@ SCHEMA_VERSION = 2  # 2: fixes carry `assumes` and `verification`
 ERROR, WARNING, INFORMATION, HINT = 1, 2, 3, 4
 
 
+def is_problem(severity: int) -> bool:
+    """Whether a finding at this level is a problem: errors and warnings fail a check, count in
+    "N problems" and get verified fixes; information and hints do not. The one home of that rule."""
+    return severity in (ERROR, WARNING)
+
+
+def place(file: str, cell: int | None) -> str:
+    """The text a position is in, as one key: the file itself, or one cell of a notebook
+    (`nb.ipynb:cell 2`, 0-based over all cells, as the CLI prints it). Results, texts and what the
+    editor shows are keyed by it, so a notebook's cells are documents like any file."""
+    return file if cell is None else f"{file}{_CELL}{cell}"
+
+
+def split_place(key: str) -> tuple[str, int | None]:
+    """`place`'s inverse: (file, cell or None)."""
+    file, sep, cell = key.rpartition(_CELL)
+    return (file, int(cell)) if sep and cell.isdigit() else (key, None)
+
+
+_CELL = ":cell "
+
+
 @dataclass(frozen=True, order=True)
 class Position:
     line: int
@@ -148,7 +170,7 @@ class Fix:
 
     def key(self) -> tuple[tuple[str, Range, str], ...]:
         """Identifies a fix by its edits (the same fix offered for two findings is one fix)."""
-        return tuple((e.file, e.range, e.new_text) for e in self.edits)
+        return tuple((place(e.file, e.cell), e.range, e.new_text) for e in self.edits)
 
 
 @dataclass(frozen=True)
@@ -184,6 +206,10 @@ class Diagnostic:
     fixes: list[Fix] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     cell: int | None = None  # in a notebook: the cell (0-based, over all cells); `range` is relative to it
+
+    @property
+    def problem(self) -> bool:
+        return is_problem(self.severity)
 
     def to_json(self, with_data: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {

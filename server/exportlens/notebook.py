@@ -1,22 +1,24 @@
 """Jupyter notebooks as one script, and positions back from that script to (cell, line, column).
 
-Why: the worker runs files. A notebook's code cells are joined into one script, in order, with
+Why: the worker runs Python. A notebook's code cells are joined into one script, in order, with
 cell magics (`%%...` cells) turned into comments and `!`/`%` lines into `pass`, so every cell
 keeps its line count and every kept line its columns; only the cells up to and including the
 last target's run (later cells often train or plot). Cell indices count ALL cells, markdown
-included, 0-based, as nbformat and VS Code do. Standard library only (json).
+included, 0-based, as nbformat and VS Code do. `Cells` is the notebook's `document.Mapper`: the
+script runs from memory under a name beside the notebook and is never written. Standard library only.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
-import itertools
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
-from exportlens.model import Diagnostic, Fix, Position, Range, Related, TargetResult, TextEdit
+from exportlens.model import Diagnostic, Fix, Position, Range, Related, TargetResult, TextEdit, place
 
 SUFFIX = ".ipynb"
 
@@ -176,31 +178,37 @@ def raw_position(raw: str, cell: int, line: int, character: int) -> tuple[int, i
 
 # -- from the script back to the notebook -------------------------------------------------------
 
-_SHADOWS = itertools.count(1)
 
-
-def shadow_path(path: str) -> str:
-    """The script file a notebook's run uses: hidden, beside the notebook (so its imports resolve), unique per run."""
+def script_path(path: str) -> str:
+    """The name a notebook's joined cells run under: beside the notebook (so its imports resolve),
+    hidden. Nothing is ever written there: the worker serves the text from memory."""
     folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.{os.getpid()}-{next(_SHADOWS)}.exportlens.py")
+    return os.path.join(folder, f".{name}.exportlens.py")
 
 
-@dataclass
-class Mapper:
-    """Positions, names and messages of a shadow-script run, as the notebook's."""
+@dataclass(frozen=True)
+class Cells:
+    """A notebook run as its code cells joined into one script: script positions → (cell, position
+    in it), and back (`document.Mapper`)."""
 
     path: str  # the notebook
-    shadow: str  # the script file that ran
-    script: Script
+    script: str  # the name the joined cells run under (never written)
+    cells: tuple[Cell, ...]  # every cell, markdown too
+    joined: Script  # the code cells that run
+    container: str | None = "notebook"
+
+    @classmethod
+    def of(cls, path: str, cells: list[Cell]) -> Cells:
+        return cls(path, script_path(path), tuple(cells), join(cells))
 
     def place(self, file: str, rng: Range) -> tuple[str, Range, int | None]:
-        if file != self.shadow:
+        if file != self.script:
             return file, rng, None
-        start = self.script.to_cell(rng.start.line)
+        start = self.joined.to_cell(rng.start.line)
         if start is None:  # past the cells that ran: the last one's start
-            cell = self.script.cells[-1] if self.script.cells else 0
+            cell = self.joined.cells[-1] if self.joined.cells else 0
             return self.path, Range.of(0, 0, 0, 0), cell
-        end = self.script.to_cell(rng.end.line)
+        end = self.joined.to_cell(rng.end.line)
         if end is None or end[0] != start[0]:  # a range never spans cells: cut it at its first line's end
             end_pos = Position(start[1], rng.start.character + 1 if end is None or end[0] != start[0] else rng.end.character)
         else:
@@ -208,10 +216,10 @@ class Mapper:
         return self.path, Range(Position(start[1], rng.start.character), end_pos), start[0]
 
     def text(self, s: str) -> str:
-        base, name = re.escape(os.path.basename(self.shadow)), os.path.basename(self.path)
+        base, name = re.escape(os.path.basename(self.script)), os.path.basename(self.path)
 
         def at(m: re.Match[str]) -> str:
-            where = self.script.to_cell(int(m.group(1)) - 1)
+            where = self.joined.to_cell(int(m.group(1)) - 1)
             return f"{name}:cell {where[0]}:{where[1] + 1}" if where else name
 
         return re.sub(base, name, re.sub(base + r":(\d+)", at, s))
@@ -224,29 +232,71 @@ class Mapper:
         """The fix with its script edits in cell coordinates; None when an edit is not inside one cell."""
         edits = []
         for e in f.edits:
-            if e.file != self.shadow:
+            if e.file == self.path:
+                return None  # an edit of the .ipynb file's JSON text: never
+            if e.file != self.script:
                 edits.append(e)
                 continue
-            start, end = self.script.to_cell(e.range.start.line), self.script.to_cell(e.range.end.line)
+            start, end = self.joined.to_cell(e.range.start.line), self.joined.to_cell(e.range.end.line)
             if start is None or end is None or start[0] != end[0]:
                 return None
             rng = Range(Position(start[1], e.range.start.character), Position(end[1], e.range.end.character))
             edits.append(TextEdit(self.path, rng, e.new_text, start[0]))
-        return Fix(self.text(f.title), tuple(edits), f.is_preferred)
+        return Fix(self.text(f.title), tuple(edits), f.is_preferred, f.assumes, f.verification)
 
     def diagnostic(self, d: Diagnostic) -> Diagnostic:
         file, rng, cell = self.place(d.file, d.range)
-        if cell is None:
-            return Diagnostic(
-                d.file, d.range, d.severity, d.code, self.text(d.message), self.text(d.target), [self.related(r) for r in d.related], d.fixes, d.data
-            )
+        related = [self.related(r) for r in d.related]
         fixes = [m for f in d.fixes if (m := self.fix(f)) is not None]
-        data = {**d.data, "script_file": self.shadow, "script_range": d.range.to_json()}
-        return Diagnostic(file, rng, d.severity, d.code, self.text(d.message), self.text(d.target), [self.related(r) for r in d.related], fixes, data, cell)
+        return Diagnostic(file, rng, d.severity, d.code, self.text(d.message), self.text(d.target), related, fixes, d.data, cell)
 
     def target(self, t: TargetResult) -> TargetResult:
-        if t.file != self.shadow:
+        if t.file != self.script:
             return TargetResult(self.text(t.name), t.file, t.line, t.kind, t.status, t.seconds)
-        where = self.script.to_cell(t.line - 1)
-        cell, line = where if where is not None else (self.script.cells[0] if self.script.cells else 0, 0)
+        where = self.joined.to_cell(t.line - 1)
+        cell, line = where if where is not None else (self.joined.cells[0] if self.joined.cells else 0, 0)
         return TargetResult(self.text(t.name), self.path, line + 1, t.kind, t.status, t.seconds, cell)
+
+    def texts(self, ran: dict[str, str]) -> dict[str, str]:
+        """Each cell that ran by its place (its source, as the editor has it), the other files as they ran."""
+        out = {file: text for file, text in ran.items() if file != self.script}
+        return out | {place(self.path, c.index): c.source for c in self.cells if c.index in self.joined.cells}
+
+    def unmap(self, d: Diagnostic) -> Diagnostic | None:
+        if d.file != self.path:
+            return d
+        if d.cell is None:
+            return None  # the notebook as a whole (it could not be read): nothing in the script
+        start = self.joined.to_script(d.cell, d.range.start.line)
+        end = self.joined.to_script(d.cell, d.range.end.line)
+        if start is None or end is None:
+            return None
+        rng = Range(Position(start, d.range.start.character), Position(end, d.range.end.character))
+        return Diagnostic(self.script, rng, d.severity, d.code, d.message, d.target, [], [], d.data)
+
+    def upto(self, text: str, line: int) -> tuple[str, Cells]:
+        """Only the cells up to the one holding script line `line` (later cells often train or plot)."""
+        where = self.joined.to_cell(line - 1)
+        if where is None:
+            return text, self
+        cut = self.joined.cut_after(where[0])
+        return cut.text, replace(self, joined=cut)
+
+    def edited(self, text: str, edits: Sequence[TextEdit]) -> tuple[str, Cells]:
+        """The cells with `edits` (cell coordinates) applied, joined again as far as before."""
+        from exportlens.fixes.apply import EditError, apply_edits
+
+        by_cell: dict[int, list[TextEdit]] = {}
+        for e in edits:
+            if e.file != self.path or e.cell is None or e.cell not in self.joined.cells:
+                raise EditError(f"not an edit of a code cell of {os.path.basename(self.path)} that runs")
+            by_cell.setdefault(e.cell, []).append(e)
+        cells = [Cell(c.index, c.kind, apply_edits(c.source, by_cell[c.index])) if c.index in by_cell else c for c in self.cells]
+        joined = join(cells)
+        if self.joined.cells:
+            joined = joined.cut_after(self.joined.cells[-1])
+        try:
+            ast.parse(joined.text)
+        except SyntaxError as exc:
+            raise EditError(f"edited cells do not parse: {exc.msg}") from exc
+        return joined.text, Cells(self.path, self.script, tuple(cells), joined)

@@ -1,9 +1,11 @@
 """The wire between the server and the worker, and the contract of each code's `Diagnostic.data`.
 
-Both sides import this module: the server (`worker_client`, `engine`, `findings`, `fixes`) and the
-worker (the only module of exportlens the worker may import besides its own package; see
-tests/test_architecture.py). Everything here is a TypedDict, so the JSON on the pipe stays plain
-dicts at run time and the shapes are checked by mypy, not by code. Standard library only.
+The server imports this module (`worker_client`, `engine`, `findings`, `codes`); the worker writes
+the same shapes as plain dicts without importing it (it is the one exportlens module the worker
+would be allowed to import, tests/test_architecture.py), and the torch-free tests check the wire
+recorded from real runs against these types. Everything here is a TypedDict, so the JSON on the
+pipe stays plain dicts at run time and the shapes are checked by mypy and those tests, not by
+code. Standard library only.
 
 The pipe: the server writes one JSON request per line to the zygote's stdin; the zygote writes
 one JSON event per line to its stdout. A job's process writes its events to the zygote, which adds
@@ -15,8 +17,8 @@ the job's `id` and passes them on.
     job → zygote      TargetEvent…, EndEvent (the zygote turns it into DoneEvent "ok")
 
 `Diagnostic.data` (the raw facts the quick fixes, the hover and `--format json` read) is one
-TypedDict per code; `DATA_BY_CODE` maps every code of `codes.CODES` to its type, and the
-torch-free tests check every recorded diagnostic's data against it.
+TypedDict per code; each code's record in `codes.py` names its type, and the torch-free tests
+check every recorded diagnostic's data against it.
 """
 
 # No `from __future__ import annotations`: TypedDict reads NotRequired[...] from evaluated
@@ -669,45 +671,3 @@ class DeprecatedApiData(TypedDict):
 
     deprecated: str
     replacement: str
-
-
-DiagnosticData = (
-    UnusedIgnoreData
-    | DeprecatedApiData
-    | DataDependentData
-    | TorchBugData
-    | GuardAddedData
-    | FakeKernelData
-    | ExportErrorData
-    | TargetErrorData
-    | SyntaxErrorData
-    | CrashData
-    | DraftCrashData
-    | GraphBreakData
-    | RecompileData
-    | TracerWarningData
-    | TraceCheckFailedData
-    | NoData
-)
-
-DATA_BY_CODE: dict[str, Any] = {
-    "data-dependent-guard": DataDependentData | TorchBugData,
-    "missing-fake-kernel": FakeKernelData,
-    "mismatched-fake-kernel": FakeKernelData,
-    "guard-added": GuardAddedData,
-    "export-error": ExportErrorData,
-    "graph-break": GraphBreakData,
-    "recompile": RecompileData,
-    "tracer-warning": TracerWarningData,
-    "trace-check-failed": TraceCheckFailedData,
-    "syntax-error": SyntaxErrorData,
-    "worker-crashed": CrashData,
-    "worker-timeout": CrashData,
-    "target-error": TargetErrorData,
-    "no-target": NoData,
-    "draft-export-crashed": DraftCrashData,
-    "config-error": NoData,
-    "deprecated-api": DeprecatedApiData,
-    "unused-ignore": UnusedIgnoreData,
-}
-"""The type of `Diagnostic.data` for each code (`codes.CODES` has the same keys; a test checks it)."""

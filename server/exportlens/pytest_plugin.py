@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from exportlens import notebook
-from exportlens.model import ERROR, WARNING, Diagnostic
+from exportlens import document, notebook
+from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
 
 LEVEL = {ERROR: "error", WARNING: "warning"}
 FAILED = ("error", "timeout", "crashed")
@@ -79,24 +79,20 @@ class _Runner:
         return named or not project.excluded(full, cfg.root, cfg.exclude)
 
     def plan(self, path: Path) -> tuple[list[tuple[str, int | None]] | None, list[Diagnostic]]:
-        """The file's targets as (name, line; None in a notebook), statically (no user code runs, no worker starts)."""
-        if path.suffix != notebook.SUFFIX:
-            plan = self._engine().plan(str(path))
-            return (None if plan.targets is None else [(t.name, t.line) for t in plan.targets.targets]), plan.diagnostics
-        planned = self._engine().plan_notebook(str(path))  # its script is named, never written
-        if isinstance(planned, Diagnostic):
-            return None, [planned]
-        if planned.plan.targets is None:
-            return None, planned.plan.diagnostics
-        mapper = planned.mapper()
-        return [(mapper.text(t.name), None) for t in planned.plan.targets.targets], [mapper.diagnostic(d) for d in planned.plan.diagnostics]
+        """The document's targets as (name, line; None inside a notebook's cell), statically (no user code runs, no worker starts)."""
+        doc = document.load(str(path))
+        plan = self._engine().plan(doc)
+        m = doc.mapper
+        if plan.targets is None:
+            return None, [m.diagnostic(d) for d in plan.diagnostics]
+        shown = [m.target(TargetResult(t.name, plan.path, t.line, t.kind, "", 0.0)) for t in plan.targets.targets]
+        return [(t.name, t.line if t.cell is None else None) for t in shown], [m.diagnostic(d) for d in plan.diagnostics]
 
     def check(self, path: Path) -> Any:
         key = str(path.resolve())
         with self.lock:
             if key not in self.results:
-                checking = self._engine().check_notebook(key) if path.suffix == notebook.SUFFIX else self._engine().check_file(key)
-                self.results[key] = self._call(checking)
+                self.results[key] = self._call(self._engine().check(document.load(key)))
             return self.results[key]
 
     def _engine(self) -> Any:
@@ -106,10 +102,8 @@ class _Runner:
 
             first = self.config.args[0] if self.config.args else str(self.config.rootpath)
             cfg = project.load_config(project.find_root(os.path.abspath(first)))
-            defaults = EngineSettings()
-            timeout = self.config.getoption("exportlens_timeout") or cfg.timeout or defaults.timeout
-            python = self.config.getoption("exportlens_python") or cfg.python
-            self.engine = Engine(EngineSettings(python=python, timeout=timeout, jobs=1, compile_backend=cfg.compile_backend or defaults.compile_backend))
+            options = {"python": self.config.getoption("exportlens_python"), "timeout": self.config.getoption("exportlens_timeout")}
+            self.engine = Engine(EngineSettings.resolved(cfg, **options, knob="--exportlens-timeout", jobs=1))
         return self.engine
 
     def _call(self, coro: Any) -> Any:
@@ -153,7 +147,7 @@ class ExportLensItem(pytest.Item):
     def runtest(self) -> None:
         runner: _Runner = self.config.stash[_KEY]
         result = runner.check(self.path)
-        mine = [d for d in result.diagnostics if d.severity in LEVEL and self.name in d.target.split(", ")]
+        mine = [d for d in result.diagnostics if d.problem and self.name in d.target.split(", ")]
         status = next((t.status for t in result.targets if t.name == self.name), None)
         if mine:
             raise ExportLensFailure(_describe(mine, self.config))

@@ -131,7 +131,7 @@ def _rules(diagnostics: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any
     for d in diagnostics:
         code = str(d.get("code", ""))
         if code and code not in CODES and all(i.code != code for i in infos):
-            infos.append(CodeInfo(code, code, f"ExportLens reported '{code}'.", 2, None))
+            infos.append(CodeInfo(code, code, f"ExportLens reported '{code}'.", 2, None, data=None))
     rules = [_rule(info) for info in infos]
     return rules, {info.code: i for i, info in enumerate(infos)}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -95,6 +96,18 @@ def read_source(path: str) -> Source:
     except OSError as exc:
         raise SourceError(f"cannot read the file: {exc.strerror or exc}") from exc
     return decode_source(path, data)
+
+
+Reader = Callable[[str], "str | None"]
+"""A file's current text by path (an editor's buffer, a text in memory, else the disk), None if unreadable."""
+
+
+def read_disk(path: str) -> str | None:
+    """The file's text as Python would read it, None when it cannot be read."""
+    try:
+        return read_source(path).text
+    except SourceError:
+        return None
 
 
 def write_source(path: str, text: str) -> None:

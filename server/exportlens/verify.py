@@ -1,9 +1,9 @@
 """Fix verification: re-run the target with each fix applied in memory and say what happened.
 
 A quick fix is a well-formed guess until the target runs again with it. For each fix of a
-finding, the owner file's targets run once more in the warm worker with the fix's files served
-from memory (`Engine.check_file(overrides=...)`; nothing is written), and the finding gets one
-outcome (`model.OUTCOMES`):
+finding, the owner document's targets run once more in the warm worker with the fix applied in
+memory (`Document.edited` for the document itself, a notebook's cells included; `overrides` for
+other files; nothing is written), and the finding gets one outcome (`model.OUTCOMES`):
 
 * `export-passes`: no problem is left on the finding's target and plain `torch.export.export`
   with the same arguments succeeds (for a torch.compile finding: no graph break or recompile is
@@ -24,27 +24,29 @@ import asyncio
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from exportlens import document
+from exportlens.document import Document
 from exportlens.engine import Engine, FileResult
 from exportlens.fixes import EditError, apply_fix
 from exportlens.model import (
     BREAKS,
-    ERROR,
     EXPORT_PASSES,
     FIXES_THIS,
     NO_EFFECT,
     NOT_CHECKED,
     OUTCOMES,
-    WARNING,
     Diagnostic,
     Fix,
     TargetResult,
     TextEdit,
     Verification,
+    place,
 )
+from exportlens.source import Reader
 
 # Findings that mean the target no longer runs at all (a fix that brings one is a breaking fix).
 BREAKING = {"export-error", "target-error", "worker-crashed", "worker-timeout", "syntax-error"}
@@ -52,7 +54,7 @@ COMPILE_CODES = {"graph-break", "recompile"}
 
 
 def problems(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    return [d for d in diags if d.severity in (ERROR, WARNING)]
+    return [d for d in diags if d.problem]
 
 
 def targets_of(d: Diagnostic) -> set[str]:
@@ -99,20 +101,22 @@ class LineShift:
 
 
 def _shifts(fix: Fix) -> dict[str, LineShift]:
-    by_file: dict[str, list[TextEdit]] = {}
+    """Each edited text's line shift, by `model.place` (a notebook's cells shift one by one)."""
+    by_place: dict[str, list[TextEdit]] = {}
     for e in fix.edits:
-        by_file.setdefault(e.file, []).append(e)
-    return {f: LineShift.of(es) for f, es in by_file.items()}
+        by_place.setdefault(place(e.file, e.cell), []).append(e)
+    return {p: LineShift.of(es) for p, es in by_place.items()}
 
 
 def _target_names(base: list[TargetResult], fixed: list[TargetResult], shifts: dict[str, LineShift]) -> dict[str, str]:
     """Original target name → its name in the fixed run (`export at f.py:15` may become `:16`)."""
     out: dict[str, str] = {}
-    by_place = {(t.kind, t.file, t.line): t.name for t in fixed}
+    by_place = {(t.kind, place(t.file, t.cell), t.line): t.name for t in fixed}
     for t in base:
-        shift = shifts.get(t.file)
+        where = place(t.file, t.cell)
+        shift = shifts.get(where)
         line = shift.line(t.line - 1) if shift is not None else t.line - 1
-        moved = by_place.get((t.kind, t.file, line + 1)) if line is not None else None
+        moved = by_place.get((t.kind, where, line + 1)) if line is not None else None
         out[t.name] = moved or t.name
     return out
 
@@ -124,9 +128,9 @@ def same_finding(orig: Diagnostic, new: Diagnostic, shifts: dict[str, LineShift]
     op = orig.data.get("op")
     if op and op == new.data.get("op"):
         return True
-    if orig.file != new.file:
+    if place(orig.file, orig.cell) != place(new.file, new.cell):
         return False
-    shift = shifts.get(orig.file)
+    shift = shifts.get(place(orig.file, orig.cell))
     line = orig.range.start.line
     if shift is None:
         return new.range.start.line == line
@@ -256,12 +260,9 @@ def rank(fixes: list[Fix]) -> list[Fix]:
 # -- running ------------------------------------------------------------------------------------
 
 
-Reader = Callable[[str], "str | None"]
-
-
 @dataclass
 class Verifier:
-    """Verifies the fixes of one owner file's findings against its run `base` (which ran with
+    """Verifies the fixes of one owner document's findings against its run `base` (which ran with
     `outputs=True` so there is something to compare with; it may be set after `run`)."""
 
     engine: Engine
@@ -272,19 +273,37 @@ class Verifier:
     jobs: int = 2
     overrides: dict[str, str] = field(default_factory=dict)  # texts every run uses (earlier fixes, the editor's)
     runs: dict[Any, FileResult | str] = field(default_factory=dict)  # fix key → fixed run, or why not run
+    document: Document | None = None  # the owner's document (default: `base`'s, else the owner file's)
+
+    def doc(self) -> Document:
+        found = self.document or (self.base.document if self.base is not None else None)
+        if found is None or found.path != os.path.abspath(self.owner):
+            found = document.load(self.owner, self.overrides.get(os.path.abspath(self.owner)))
+        return found
 
     def texts_for(self, fix: Fix) -> dict[str, str] | str:
         """The texts of the files `fix` touches with it applied, or why it cannot be applied."""
+        return texts if isinstance(texts := self.applied(fix), str) else texts[1]
+
+    def applied(self, fix: Fix) -> tuple[Document, dict[str, str]] | str:
+        """The owner's document and the other files' texts with `fix` applied, or why it cannot be."""
+        doc = self.doc()
+        own = [e for e in fix.edits if e.file == doc.path]
+        other = Fix(fix.title, tuple(e for e in fix.edits if e.file != doc.path))
         texts: dict[str, str] = {}
-        for path in {e.file for e in fix.edits}:
+        for path in {e.file for e in other.edits}:
             text = self.read(path)
             if text is None:
                 return f"cannot read {os.path.basename(path)}"
             texts[path] = text
         try:
-            return apply_fix(texts, fix)
+            fixed = doc.edited(own, self.read) if own else doc
+            texts = apply_fix(texts, other)
         except EditError as exc:
             return f"the fix does not apply: {exc}"
+        if fixed.text is not None and fixed.script == fixed.path:
+            texts[fixed.path] = fixed.text  # a file's own text is a text like the others (make_exportable keeps them)
+        return fixed, texts
 
     async def _run(self, fix: Fix, deadline: float, gate: asyncio.Semaphore) -> None:
         key = fix.key()
@@ -293,13 +312,14 @@ class Verifier:
             if left <= 0:
                 self.runs[key] = "the time budget for verifying fixes ran out"
                 return
-            texts = self.texts_for(fix)
-            if isinstance(texts, str):
-                self.runs[key] = texts
+            applied = self.applied(fix)
+            if isinstance(applied, str):
+                self.runs[key] = applied
                 return
+            doc, texts = applied
             started = time.perf_counter()
-            fixed = await self.engine.check_file(
-                self.owner, overrides={**self.overrides, **texts}, outputs=True, plain_export=True, timeout=min(self.engine.settings.timeout, max(left, 1.0))
+            fixed = await self.engine.check(
+                doc, overrides={**self.overrides, **texts}, outputs=True, plain_export=True, timeout=min(self.engine.settings.timeout, max(left, 1.0))
             )
             fixed.facts["__seconds__"] = {"seconds": time.perf_counter() - started}
             self.runs[key] = fixed
@@ -343,7 +363,7 @@ async def verify_result(
     """Give every problem of `result` its fixes, verified and ranked (in place)."""
     from exportlens.fixes import registry
 
-    items = [(d, registry.fixes_for(d, read)) for d in problems(result.diagnostics)]
+    items = [(d, registry.fixes_for(d, read, result.document)) for d in problems(result.diagnostics)]
     verifier = Verifier(engine, result.path, result, read, budget, jobs, dict(overrides or {}))
     for d, fixes in await verifier.verify([(d, f) for d, f in items if f]):
         d.fixes = fixes

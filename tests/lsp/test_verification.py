@@ -8,6 +8,7 @@ with one annotated WorkspaceEdit that needs confirmation, after which the file e
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from lsp_helpers import (
     init_params,
     next_publish,
     open_doc,
+    open_notebook,
     save_doc,
+    save_notebook,
     server_config,
     spans,
     wait_for,
@@ -101,6 +104,43 @@ async def test_verification_starts_after_publish_and_decorates_the_fixes(client:
     assert "**Fixes, verified by re-running the target with each one**" in text
     assert "- Rewrite this if/return as `torch.cond` (keeps both branches in the exported graph) (preferred): export passes ✓" in text
     assert "will raise: breaks the target; changes the model's outputs on the example inputs (the model now raises" in text
+
+
+async def test_a_notebooks_quick_fixes_carry_their_verified_outcomes(client: LanguageClient, ws: Path) -> None:
+    """The same verification as a .py file's: each fix applied to the notebook's cells in memory and run again."""
+    nb = ws / "nb" / "threshold.ipynb"
+    nb.parent.mkdir()
+    shutil.copy(ROOT / "tests/fixtures/notebook/threshold.ipynb", nb)
+    uris = open_notebook(client, nb)
+    since = time.monotonic()
+    save_notebook(client, nb)
+    pub = await next_publish(client, uris[2], since)
+    assert spans(pub.diagnostics) == [(3, 11, 3, 16, "data-dependent-guard")]
+    ((_, done),) = await wait_for(lambda: verifications(client, nb.as_uri(), "done"), 300, "the notebook's verification to finish")
+    assert list(_field(done, "statuses")) == ["breaks", "export-passes"]
+
+    actions = await actions_for(client, uris[2], list(pub.diagnostics))
+    assert [(a.title, bool(a.is_preferred)) for a in actions] == [
+        ("Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise — export passes ✓", True),
+        ("Add `torch._check(n <= 2)` — assumes `n <= 2` for every input; inputs with n > 2 will raise — breaks the target", False),
+        ("Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)", False),
+    ]
+    resolved = await asyncio.wait_for(client.code_action_resolve_async(actions[0]), 10)
+    assert resolved.edit is not None
+    (change,) = resolved.edit.document_changes or []
+    assert isinstance(change, types.TextDocumentEdit) and (change.text_document.uri, change.text_document.version) == (uris[2], 1)
+    assert [(e.range.start.line, e.range.end.line, e.new_text) for e in change.edits] == [(3, 3, "        torch._check(n > 2)\n")]
+
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(
+            types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uris[2]), position=types.Position(line=3, character=13))
+        ),
+        10,
+    )
+    assert hover is not None
+    text = hover.contents.value  # type: ignore[union-attr]
+    assert "- Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise (preferred): export passes ✓" in text
+    assert sorted(p.name for p in nb.parent.iterdir()) == ["threshold.ipynb"]  # every run of the cells was in memory
 
 
 async def test_a_newer_edit_cancels_verification(client: LanguageClient, ws: Path) -> None:

@@ -18,7 +18,7 @@ from replay import CASES, CASES_BY_NAME, EVENTS, EXAMPLES, ROOT, Case, load_expe
 from exportlens.codes import CODES
 from exportlens.fixes.apply import apply_edits
 from exportlens.model import TextEdit
-from exportlens.protocol import DATA_BY_CODE, JobEvent, JobSpec
+from exportlens.protocol import JobEvent, JobSpec
 from exportlens.source import read_source
 
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
@@ -44,11 +44,11 @@ def test_recorded_wire_matches_the_protocol(case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_diagnostic_data_matches_its_codes_type(case: Case) -> None:
     for d in load_expected(case)["diagnostics"]:
-        assert shape_errors(d["data"], DATA_BY_CODE[d["code"]], f"{d['code']}.data") == []
+        assert shape_errors(d["data"], CODES[d["code"]].data, f"{d['code']}.data") == []
 
 
 def test_every_code_has_a_data_type() -> None:
-    assert set(DATA_BY_CODE) == set(CODES)
+    assert all(info.data is not None for info in CODES.values())
 
 
 def test_every_diagnostic_code_is_covered() -> None:

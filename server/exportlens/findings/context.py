@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -11,7 +12,7 @@ from exportlens.findings import boundary, placement
 from exportlens.findings.placement import Frame, SourceLoader
 from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
-from exportlens.protocol import CodeLocation, DiagnosticData, LibraryFacts
+from exportlens.protocol import CodeLocation, LibraryFacts
 from exportlens.source import Source
 
 
@@ -37,12 +38,12 @@ def new_diagnostic(
     message: str,
     *,
     related: list[Related] | None = None,
-    data: DiagnosticData | None = None,
+    data: Mapping[str, Any] | None = None,
     severity: int | None = None,
 ) -> Diagnostic:
     """A diagnostic of this target; its default severity is the code's own, from `codes`.
 
-    `data` is the code's type in `protocol.DATA_BY_CODE`; the diagnostic keeps that very dict.
+    `data` is of the type its code's record names (`codes.py`); the diagnostic keeps that very dict.
     """
     return Diagnostic(
         file=file,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exportlens.model import Fix, Position, Range, TextEdit
 
@@ -18,6 +18,23 @@ class Refusal:
     """No fix is offered; ``reason`` says why in words a user can act on."""
 
     reason: str
+
+
+@dataclass
+class Offer:
+    """What a code's fixers produced for one diagnostic: the fixes, and why generators refused
+    (returned with them, never kept between calls)."""
+
+    fixes: list[Fix] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+
+    def take(self, result: Fix | list[Fix] | Refusal) -> list[Fix]:
+        """A generator's answer as fixes; a refusal's reason is kept."""
+        if isinstance(result, Refusal):
+            if result.reason not in self.refusals:
+                self.refusals.append(result.reason)
+            return []
+        return result if isinstance(result, list) else [result]
 
 
 def line_edits(file: str, old: str, new: str) -> tuple[TextEdit, ...]:

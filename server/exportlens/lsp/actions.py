@@ -2,9 +2,12 @@
 
 An action is only offered while the document is exactly the text the diagnostic was computed
 against (its hash travels in the diagnostic's `data`); after an edit the fix would target stale
-lines, so the action is shown disabled ("save to run again") or not at all. Edits are versioned
-`TextDocumentEdit`s, so a client also refuses them if the document moved on in between, and
-resolve refuses (ContentModified) an action listed for an older version.
+lines, so the action is shown disabled ("save to run again") or not at all. A fix is computed for
+the diagnostic's document (its owner's run: a notebook's fixes are computed on the script that
+ran and placed in its cells by the same mapper) and offered only while every text it edits is
+still the one that run analysed. Edits are versioned `TextDocumentEdit`s, so a client also
+refuses them if the document moved on in between, and resolve refuses (ContentModified) an action
+listed for an older version. A notebook cell is a place like a file (`model.place`).
 """
 
 from __future__ import annotations
@@ -12,28 +15,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
-from exportlens.lsp.convert import SOURCE, from_lsp_data, lsp_range, path_of, text_hash, uri_of
+from exportlens.document import Document
+from exportlens.fixes import registry
+from exportlens.lsp.convert import SOURCE, from_lsp_data, lsp_range, text_hash, uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.verification import outcome_suffix
-from exportlens.model import Diagnostic, Fix
+from exportlens.model import Diagnostic, Fix, place
+from exportlens.source import Reader, read_disk
 
 STALE = "The file changed since ExportLens ran: save it to run again, then apply the fix"
-
-
-def _fixes_for() -> Callable[..., list[Fix]] | None:
-    """`registry.editor_fixes`, imported on first use: the fix generators are not needed to start the server."""
-    from exportlens.fixes import registry
-
-    return registry.editor_fixes
-
-
-Reader = Callable[[str], "str | None"]
 
 
 def fix_id(fix: Fix) -> str:
@@ -42,8 +37,9 @@ def fix_id(fix: Fix) -> str:
     return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _key(diag: Diagnostic) -> str:
-    raw = json.dumps(diag.to_json(with_data=True), sort_keys=True, default=str)
+def _key(diag: Diagnostic, doc: Document) -> str:
+    """A diagnostic of one run of its document (the same finding in another run of a notebook is another entry)."""
+    raw = json.dumps([diag.to_json(with_data=True), doc.path, text_hash(doc.text or "")], sort_keys=True, default=str)
     return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -58,8 +54,8 @@ class FixCache:
     def __init__(self) -> None:
         self.entries: dict[str, tuple[dict[str, str | None], list[Fix]]] = {}
 
-    def get(self, diag: Diagnostic, read: Reader) -> list[Fix] | None:
-        hit = self.entries.get(_key(diag))
+    def get(self, diag: Diagnostic, doc: Document, read: Reader) -> list[Fix] | None:
+        hit = self.entries.get(_key(diag, doc))
         if hit is None:
             return None
         reads, fixes = hit
@@ -69,7 +65,7 @@ class FixCache:
                 return None
         return fixes
 
-    def compute(self, diag: Diagnostic, read: Reader, fixes_for: Callable[..., list[Fix]]) -> list[Fix]:
+    def compute(self, diag: Diagnostic, doc: Document, read: Reader) -> list[Fix]:
         reads: dict[str, str | None] = {}
 
         def recording(path: str) -> str | None:
@@ -77,10 +73,10 @@ class FixCache:
             reads[path] = text_hash(text) if text is not None else None
             return text
 
-        fixes = fixes_for(diag, recording)
+        fixes = registry.editor_fixes(diag, recording, doc)
         if len(self.entries) > 512:
             self.entries.clear()
-        self.entries[_key(diag)] = (reads, fixes)
+        self.entries[_key(diag, doc)] = (reads, fixes)
         return fixes
 
 
@@ -90,26 +86,21 @@ class Actions:
         self.cache = FixCache()
         self.pending: dict[str, asyncio.Future[Any]] = {}
 
-    async def fixes(self, diag: Diagnostic, fixes_for: Callable[..., list[Fix]]) -> list[Fix]:
-        pending = self.pending.get(_key(diag))
+    async def fixes(self, diag: Diagnostic, owner: str) -> list[Fix]:
+        """The fixes of a diagnostic of `owner`'s run, computed once per text."""
+        doc = self.ls.runs.document_of(owner)
+        pending = self.pending.get(_key(diag, doc))
         if pending is not None:  # being precomputed right now: wait for it rather than compute twice
             await asyncio.shield(pending)
-        found = self.cache.get(diag, self.read)
-        return found if found is not None else self.cache.compute(diag, self.read, fixes_for)
+        found = self.cache.get(diag, doc, self.read)
+        return found if found is not None else self.cache.compute(diag, doc, self.read)
 
     async def warm(self, paths: list[str]) -> None:
-        """Compute the fixes of fresh diagnostics in open files off the event loop."""
-        fixes_for = _fixes_for()
-        if fixes_for is None:
-            return
+        """Compute the fixes of fresh diagnostics in open places off the event loop."""
         snapshot = {p: t for p in self.ls.open_docs if (t := self.ls.runs.current_text(p)[0]) is not None}
 
         def read(path: str) -> str | None:
-            if path in snapshot:
-                return snapshot[path]
-            from exportlens.fixes.registry import read_disk
-
-            return read_disk(path)
+            return snapshot[path] if path in snapshot else read_disk(path)
 
         todo = []
         for path in paths:
@@ -117,15 +108,18 @@ class Actions:
             if current is None:
                 continue
             sha = text_hash(current)
-            todo += [d for d, dsha, _ in self.ls.runs.diagnostics_in(path) if dsha == sha and self.cache.get(d, read) is None]
+            for d, dsha, owner in self.ls.runs.diagnostics_in(path):
+                doc = self.ls.runs.document_of(owner)
+                if dsha == sha and self.cache.get(d, doc, read) is None:
+                    todo.append((d, doc))
         futures = {}
-        for diag in todo:
-            key = _key(diag)
+        for diag, doc in todo:
+            key = _key(diag, doc)
             futures[key] = self.pending[key] = asyncio.get_running_loop().create_future()
-        for diag in todo:
-            key = _key(diag)
+        for diag, doc in todo:
+            key = _key(diag, doc)
             try:
-                await asyncio.to_thread(self.cache.compute, diag, read, fixes_for)
+                await asyncio.to_thread(self.cache.compute, diag, doc, read)
             except Exception as exc:  # a fix generator bug: the request path will say so
                 self.ls.log(f"precomputing fixes failed: {exc}")
             finally:
@@ -152,15 +146,20 @@ class Actions:
     def read(self, path: str) -> str | None:
         """The current text of a file: the open document's, else the disk's."""
         text, _ = self.ls.runs.current_text(path)
-        if text is not None:
-            return text
-        from exportlens.fixes.registry import read_disk
+        return text if text is not None else read_disk(path)
 
-        return read_disk(path)
+    def _still_analysed(self, owner: str, fix: Fix) -> bool:
+        """Every text the fix edits is the one `owner`'s run analysed, where the run saw it."""
+        for e in fix.edits:
+            where = place(e.file, e.cell)
+            analysed = self.ls.runs.analysed_text(owner, where)
+            if analysed is not None and self.ls.runs.current_text(where)[0] not in (None, analysed):
+                return False
+        return True
 
-    def _diagnostics(self, params: types.CodeActionParams, path: str) -> list[tuple[Diagnostic, str | None]]:
-        """Ours among the diagnostics the client sent, else ours that overlap the range."""
-        found: list[tuple[Diagnostic, str | None]] = []
+    def _diagnostics(self, params: types.CodeActionParams, path: str) -> list[tuple[Diagnostic, str | None, str]]:
+        """Ours among the diagnostics the client sent, else ours that overlap the range: (diagnostic, text hash, owner)."""
+        found: list[tuple[Diagnostic, str | None, str]] = []
         for d in params.context.diagnostics:
             if d.source != SOURCE:
                 continue
@@ -170,13 +169,13 @@ class Actions:
         if found or params.context.diagnostics:
             return found
         want = params.range
-        for diag, sha, _owner in self.ls.runs.diagnostics_in(path):
+        for diag, sha, owner in self.ls.runs.diagnostics_in(path):
             r = diag.range
             if (r.start.line, r.start.character) <= (want.end.line, want.end.character) and (want.start.line, want.start.character) <= (
                 r.end.line,
                 r.end.character,
             ):
-                found.append((diag, sha))
+                found.append((diag, sha, owner))
         return found
 
     # -- requests -----------------------------------------------------------------------------
@@ -186,9 +185,8 @@ class Actions:
         if only and not any(types.CodeActionKind.QuickFix.value.startswith(str(getattr(k, "value", k))) for k in only):
             return []
         uri = params.text_document.uri
-        path = path_of(uri)
-        fixes_for = _fixes_for()
-        if path is None or fixes_for is None:
+        path = self.ls.place_of(uri)
+        if path is None:
             return []
         text, version = self.ls.runs.current_text(path)
         current = text if text is not None else self.read(path)
@@ -197,7 +195,7 @@ class Actions:
         current_sha = text_hash(current)
         out: list[types.CodeAction] = []
         lazy = self.lazy()
-        for diag, sha in self._diagnostics(params, path):
+        for diag, sha, owner in self._diagnostics(params, path):
             lsp_diag = self._lsp_diag(diag, params)
             if sha is not None and sha != current_sha:
                 if self.disabled_supported():
@@ -210,7 +208,7 @@ class Actions:
                         )
                     )
                 continue
-            fixes = self.ls.verification.fixes(diag, await self.fixes(diag, fixes_for))
+            fixes = [f for f in self.ls.verification.fixes(diag, await self.fixes(diag, owner)) if self._still_analysed(owner, f)]
             for fix in fixes:
                 title = fix.title + outcome_suffix(fix.verification, diag.code)
                 action = types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix, diagnostics=[lsp_diag], is_preferred=fix.is_preferred or None)
@@ -222,6 +220,7 @@ class Actions:
                         "fix": fix_id(fix),
                         "title": fix.title,
                         "diagnostic": diag.to_json(with_data=True),
+                        "owner": owner,
                     }
                 else:
                     action.edit = self.workspace_edit(fix)
@@ -236,19 +235,19 @@ class Actions:
             uri = str(data["uri"])
             diag = Diagnostic.from_json(data["diagnostic"])
             wanted = str(data["fix"])
+            owner = str(data.get("owner") or diag.file)
         except (KeyError, TypeError, ValueError) as exc:
             raise JsonRpcInvalidParams(message=f"not an ExportLens code action: {exc}") from exc
-        path = path_of(uri)
-        fixes_for = _fixes_for()
-        if path is None or fixes_for is None:
+        path = self.ls.place_of(uri)
+        if path is None:
             raise JsonRpcInvalidParams(message="quick fixes are not available")
-        fixes = await self.fixes(diag, fixes_for)
+        fixes = await self.fixes(diag, owner)
         text, version = self.ls.runs.current_text(path)  # after the await: the newest version
         current = text if text is not None else self.read(path)
         if version != data.get("version") or current is None or text_hash(current) != data.get("sha"):
             raise JsonRpcContentModified(message="The document changed since this fix was offered; ask for fixes again")
         chosen = next((f for f in fixes if fix_id(f) == wanted and f.title == data.get("title")), None)
-        if chosen is None:
+        if chosen is None or not self._still_analysed(owner, chosen):
             raise JsonRpcContentModified(message="This fix no longer applies to the document")
         action.edit = self.workspace_edit(chosen)
         return action
@@ -256,14 +255,14 @@ class Actions:
     # -- building edits -----------------------------------------------------------------------
 
     def workspace_edit(self, fix: Fix) -> types.WorkspaceEdit:
-        """One versioned TextDocumentEdit per file, in the order the fix lists them."""
-        by_file: dict[str, list[types.TextEdit]] = {}
+        """One versioned TextDocumentEdit per place (a file, a notebook's cell), in the order the fix lists them."""
+        by_place: dict[str, list[types.TextEdit]] = {}
         for e in fix.edits:
-            by_file.setdefault(e.file, []).append(types.TextEdit(range=lsp_range(e.range), new_text=e.new_text))
+            by_place.setdefault(place(e.file, e.cell), []).append(types.TextEdit(range=lsp_range(e.range), new_text=e.new_text))
         changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
-        for file, edits in by_file.items():
-            _, version = self.ls.runs.current_text(file)
-            uri = self.ls.open_docs.get(file) or uri_of(file)
+        for where, edits in by_place.items():
+            _, version = self.ls.runs.current_text(where)
+            uri = self.ls.open_docs.get(where) or uri_of(where)
             changes.append(types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=list(edits)))
         return types.WorkspaceEdit(document_changes=changes)
 

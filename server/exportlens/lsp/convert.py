@@ -73,13 +73,14 @@ def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str) -> types.Diagn
     )
 
 
-def from_lsp_data(data: Any) -> tuple[Diagnostic, str | None] | None:
-    """The engine diagnostic and the text hash stored in an LSP diagnostic's `data`, if valid."""
+def from_lsp_data(data: Any) -> tuple[Diagnostic, str | None, str] | None:
+    """The engine diagnostic, the text hash and the owner (whose run found it) stored in an LSP
+    diagnostic's `data`, if valid."""
     if not isinstance(data, dict) or not isinstance(data.get("diagnostic"), dict):
         return None
     try:
         diag = Diagnostic.from_json(data["diagnostic"])
     except (KeyError, TypeError, ValueError):
         return None
-    sha = data.get("sha")
-    return diag, sha if isinstance(sha, str) else None
+    sha, owner = data.get("sha"), data.get("owner")
+    return diag, sha if isinstance(sha, str) else None, owner if isinstance(owner, str) else diag.file

@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.progress import Progress
 from pygls.workspace import Workspace
 
+from exportlens.document import Document
 from exportlens.engine import Engine
 from exportlens.lsp.settings import Settings
 from exportlens.model import Diagnostic, Fix
@@ -25,6 +26,12 @@ class TextsView(Protocol):
     def current_text(self, path: str) -> tuple[str | None, int | None]: ...
 
     def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]: ...
+
+    def analysed_text(self, owner: str, path: str) -> str | None: ...
+
+    def document(self, path: str, text: str | None = None) -> Document: ...
+
+    def document_of(self, owner: str) -> Document: ...
 
     def engine(self) -> Engine: ...
 
@@ -38,7 +45,7 @@ class FixWarmer(Protocol):
 class Verifications(Protocol):
     """Verifies a published run's fixes in the background; decorates fixes with the outcomes."""
 
-    def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None]) -> None: ...
+    def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document) -> None: ...
 
     def fixes(self, diag: Diagnostic, fixes: list[Fix]) -> list[Fix]: ...
 
@@ -47,7 +54,7 @@ class Host(Protocol):
     """The server, as the features see it."""
 
     settings: Settings
-    open_docs: dict[str, str]
+    open_docs: dict[str, str]  # place (`model.place`: a file, a notebook's cell) → the URI the client uses for it
     trusted: bool
 
     @property
@@ -82,5 +89,13 @@ class Host(Protocol):
     def background(self, coro: Coroutine[Any, Any, Any]) -> Any: ...
 
     def refresh_code_lens(self) -> None: ...
+
+    def place_of(self, uri: str) -> str | None:
+        """The place (`model.place`) a URI shows: a file's path, or the notebook cell it is synced as."""
+        ...
+
+    def track(self, doc: Document) -> None:
+        """A run just analysed `doc`: its parts (a notebook's cells) get the URIs the editor shows them under."""
+        ...
 
     def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...

@@ -72,6 +72,9 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     if path is None or not os.path.isfile(path):
         tell("ExportLens: Make it export needs a Python file (pass its URI).", types.MessageType.Warning)
         return {"applied": False, "passes": False, "reason": "no file"}
+    if ls.runs.document(path).script != path:  # a notebook runs in parts: its fixes are the quick fixes on its cells
+        tell("ExportLens: Make it export edits Python files; apply a notebook's fixes with the quick fixes on its cells.", types.MessageType.Warning)
+        return {"applied": False, "passes": False, "reason": "not a Python file"}
     options = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
     assume = bool(options.get("assume", False))
     outcome = await make_exportable(ls.runs.engine(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)

@@ -1,10 +1,12 @@
-"""Runs and their results: one task per analysed file, newest wins, results published per file.
+"""Runs and their results: one task per analysed document, newest wins, results published per place.
 
-A run belongs to its *owner* (the file whose targets ran); its diagnostics may land in other
-files (a helper module). A new run of an owner cancels the one in flight, which kills that
-worker job; a run whose generation is no longer the newest publishes nothing. Every file a run
-touched is re-published from all owners' results, so a diagnostic a later run no longer has is
-cleared. Ranges are carried onto the editor's current text (see `lsp_textmap`).
+A run belongs to its *owner* (the document whose targets ran: a .py file or a notebook); its
+diagnostics land in *places* (`model.place`: a file, or one cell of a notebook), possibly of other
+files (a helper module). A new run of an owner cancels the one in flight, which kills that worker
+job; a run whose generation is no longer the newest publishes nothing. Every place a run touched
+is re-published from all owners' results, so a diagnostic a later run no longer has is cleared.
+Ranges are carried onto the editor's current text (see `lsp/textmap.py`). Nothing here knows what
+kind of document it runs: the document's mapper does (`document.py`).
 """
 
 from __future__ import annotations
@@ -12,21 +14,22 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
 
-from exportlens import project
+from exportlens import document, project
+from exportlens.document import Document
 from exportlens.engine import Engine, EngineSettings, FileResult
 from exportlens.lsp.convert import path_of, text_hash, to_lsp, uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.progress import RunProgress, problems_text
 from exportlens.lsp.settings import Settings
 from exportlens.lsp.textmap import LineMap, line_map
-from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
-from exportlens.source import SourceError, read_source
+from exportlens.model import Diagnostic, TargetResult, place, split_place
+from exportlens.source import SourceError, read_disk, read_source
 from exportlens.targets import FileTargets
 
 
@@ -37,16 +40,18 @@ class OwnerResult:
     owner: str
     diagnostics: list[Diagnostic]
     targets: list[TargetResult]
-    texts: dict[str, str | None]  # file → the text the diagnostics were placed against
+    texts: dict[str, str | None]  # place → the text the diagnostics were placed against
     seconds: float
     version: int | None = None  # the editor's version of the owner that was analysed (None: a disk snapshot)
     finished: float = field(default_factory=time.time)
+    document: Document | None = None  # what ran: places the fixes computed for its diagnostics
 
     def files(self) -> set[str]:
-        return {d.file for d in self.diagnostics}
+        """The places its diagnostics are in."""
+        return {place(d.file, d.cell) for d in self.diagnostics}
 
     def problems(self, target: str | None = None) -> int:
-        return sum(1 for d in self.diagnostics if d.severity in (ERROR, WARNING) and (target is None or target in d.target.split(", ")))
+        return sum(1 for d in self.diagnostics if d.problem and (target is None or target in d.target.split(", ")))
 
 
 @dataclass
@@ -64,13 +69,6 @@ class RunSummary:
 TRACE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "exportlens", "traces")
 
 
-def _disk_text(path: str) -> str | None:
-    try:
-        return read_source(path).text
-    except SourceError:
-        return None
-
-
 def _consume(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()
@@ -85,7 +83,7 @@ def _config_stamp(path: str) -> float:
 
 
 def count_problems(diags: list[Diagnostic]) -> int:
-    return sum(1 for d in diags if d.severity in (ERROR, WARNING))
+    return sum(1 for d in diags if d.problem)
 
 
 class Runs:
@@ -99,6 +97,7 @@ class Runs:
         self.published: set[str] = set()  # files that currently show diagnostics
         self._maps: dict[tuple[str, str], LineMap] = {}  # (analysed text's hash, current text's hash)
         self._plans: dict[tuple[Any, ...], tuple[FileTargets | None, bool]] = {}  # (path, text hash, …) → plan
+        self._loaded: dict[str, tuple[tuple[int, int], Document]] = {}  # path → (its stat, the document read from disk)
         self._closing: list[asyncio.Task[None]] = []
 
     # -- engine -------------------------------------------------------------------------------
@@ -111,19 +110,25 @@ class Runs:
         if self._engine is not None and self._engine_python != python:
             old, self._engine = self._engine, None
             self._closing.append(asyncio.ensure_future(old.close()))
-        if self._engine is None:
-            self._engine = Engine(EngineSettings(python=python, timeout_knob="the setting exportlens.timeoutSeconds"), log=self.ls.log_worker)
-            self._engine_python = python
-        # a client setting left at its default does not override pyproject.toml
         default = Settings()
-        changed = s.timeout_seconds != default.timeout_seconds
-        self._engine.settings.timeout = s.timeout_seconds if changed else (cfg.timeout or default.timeout_seconds)
-        self._engine.settings.extra_targets = list(s.targets)
-        self._engine.settings.trace_dir = TRACE_CACHE  # draft export writes its trace anyway: keep it where hover links it
-        changed = s.compile_backend != default.compile_backend
-        self._engine.settings.compile_backend = s.compile_backend if changed else (cfg.compile_backend or default.compile_backend)
+        want = EngineSettings.resolved(  # a client setting left at its default does not override pyproject.toml
+            cfg,
+            python=s.interpreter,
+            timeout=s.timeout_seconds if s.timeout_seconds != default.timeout_seconds else None,
+            compile_backend=s.compile_backend if s.compile_backend != default.compile_backend else None,
+            default_timeout=default.timeout_seconds,
+            knob="the setting exportlens.timeoutSeconds",
+            extra_targets=list(s.targets),
+            trace_dir=TRACE_CACHE,  # draft export writes its trace anyway: keep it where hover links it
+        )
+        if self._engine is None:
+            self._engine = Engine(want, log=self.ls.log_worker)
+            self._engine_python = python
+        now = self._engine.settings
+        now.timeout, now.timeout_knob, now.compile_backend = want.timeout, want.timeout_knob, want.compile_backend
+        now.extra_targets, now.trace_dir = want.extra_targets, want.trace_dir
         if s.jobs is not None:
-            self._engine.settings.jobs = self._engine.worker.slots.size = s.jobs
+            now.jobs = self._engine.worker.slots.size = s.jobs
         return self._engine
 
     def project_config(self) -> project.ProjectConfig:
@@ -154,10 +159,35 @@ class Runs:
 
     # -- planning -----------------------------------------------------------------------------
 
+    def document(self, path: str, text: str | None = None) -> Document:
+        """The document of `path` as the editor has it: the open buffer (`text`), else the disk's
+        (a notebook is read once per change on disk, not once per request)."""
+        if text is None:
+            text, _ = self.current_text(path)
+        if text is not None:
+            return document.load(path, text)
+        try:
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            return document.load(path)
+        cached = self._loaded.get(path)
+        if cached is None or cached[0] != stamp:
+            if len(self._loaded) > 64:
+                self._loaded.clear()
+            cached = self._loaded[path] = (stamp, document.load(path))
+        return cached[1]
+
+    def document_of(self, owner: str) -> Document:
+        """The document `owner`'s last run analysed (its fixes are placed by it), else the current one."""
+        res = self.results.get(owner)
+        return res.document if res is not None and res.document is not None else self.document(owner)
+
     def target_names(self, path: str, text: str | None = None) -> list[str]:
-        """Targets of a file, statically (no user code runs)."""
+        """Targets of a document, statically (no user code runs), as the document names them."""
         found = self.plan(path, text)[0]
-        return [t.name for t in found.targets] if found is not None else []
+        mapper = self.document(path, text).mapper
+        return [mapper.text(t.name) for t in found.targets] if found is not None else []
 
     def worth_running(self, path: str, text: str | None = None) -> bool:
         """A file with targets, or one Python could not compile (binary, undecodable, a syntax error,
@@ -168,13 +198,12 @@ class Runs:
     def plan(self, path: str, text: str | None = None) -> tuple[FileTargets | None, bool]:
         """(targets, unreadable) of a file, cached by its text's hash (and the settings that name
         targets): a 20,000-line file is parsed once per version, not once per CodeLens request."""
-        if text is None:
-            text, _ = self.current_text(path)
-        key = (path, text_hash(text), tuple(self.ls.settings.targets), _config_stamp(path)) if text is not None else None
+        doc = self.document(path, text)
+        key = (path, text_hash(doc.text), tuple(self.ls.settings.targets), _config_stamp(path)) if doc.text is not None else None
         if key is not None and key in self._plans:
             return self._plans[key]
         try:
-            found = self.engine().plan(path, text).targets
+            found = self.engine().plan(doc).targets
         except Exception as exc:
             self.ls.log(f"cannot plan {path}: {exc}", types.MessageType.Warning)
             return None, False
@@ -239,7 +268,7 @@ class Runs:
             names = self.target_names(path) or [os.path.basename(path)]
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
-            result = await engine.check_file(path, text=text, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
+            result = await engine.check(document.load(path, text), explicit=explicit, on_target=progress.target, on_phase=progress.phase)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
@@ -334,18 +363,21 @@ class Runs:
         old = self.results.get(owner)
         before = old.files() if old else set()
         seconds = sum(t.seconds for t in result.targets)
+        places = {place(d.file, d.cell) for d in result.diagnostics} | {owner}
         # the texts the diagnostics were placed on (what the run analysed), never a later disk state
-        texts: dict[str, str | None] = {f: result.texts[f] if f in result.texts else _disk_text(f) for f in {d.file for d in result.diagnostics} | {owner}}
-        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version)
+        texts: dict[str, str | None] = {p: result.texts[p] if p in result.texts else read_disk(p) if p != owner else None for p in places}
+        doc = result.document or document.load(owner)
+        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version, document=doc)
+        self.ls.track(doc)  # a notebook's cells get the URIs its results are published on
         touched = sorted(before | self.results[owner].files())
-        for f in touched:
-            self.publish(f)
+        for p in touched:
+            self.publish(p)
         self.ls.refresh_code_lens()
         self.ls.background(self.ls.actions.warm(touched))
-        self.ls.verification.start(owner, list(result.diagnostics), texts)  # after publishing: never delays it
+        self.ls.verification.start(owner, list(result.diagnostics), texts, doc)  # after publishing: never delays it
 
     def current_text(self, path: str) -> tuple[str | None, int | None]:
-        """The editor's text and version of `path` if it is open, else (None, None)."""
+        """The editor's text and version of a place (a file, a notebook's cell) if it is open, else (None, None)."""
         uri = self.ls.open_docs.get(path)
         if uri is None:
             return None, None
@@ -356,6 +388,11 @@ class Runs:
         if doc is None:
             return None, None
         return doc.source, doc.version
+
+    def analysed_text(self, owner: str, path: str) -> str | None:
+        """The text of a place that `owner`'s last run placed its findings on (None: not one of them)."""
+        res = self.results.get(owner)
+        return res.texts.get(path) if res is not None else None
 
     def line_map(self, owner: str, path: str) -> LineMap | None:
         """From the text `owner`'s run analysed to the open document (None: not open)."""
@@ -382,7 +419,7 @@ class Runs:
         todo = {}
         for res in list(self.results.values()):
             analysed = res.texts.get(path)
-            if analysed is not None and any(d.file == path for d in res.diagnostics):
+            if analysed is not None and any(place(d.file, d.cell) == path for d in res.diagnostics):
                 key = (text_hash(analysed), text_hash(text))
                 if key not in self._maps:
                     todo[key] = analysed
@@ -391,11 +428,11 @@ class Runs:
             self._maps.update(maps)
 
     def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]:
-        """(diagnostic at its current range, analysed-text hash, owner) for one file."""
+        """(diagnostic at its current range, analysed-text hash, owner) for one place."""
         out: list[tuple[Diagnostic, str | None, str]] = []
         seen: set[tuple[Any, ...]] = set()
         for owner, res in self.results.items():
-            mine = [d for d in res.diagnostics if d.file == path]
+            mine = [d for d in res.diagnostics if place(d.file, d.cell) == path]
             if not mine:
                 continue
             analysed = res.texts.get(path)
@@ -410,19 +447,30 @@ class Runs:
                 if key in seen:
                     continue
                 seen.add(key)
-                moved = d if rng == d.range else Diagnostic(d.file, rng, d.severity, d.code, d.message, d.target, d.related, d.fixes, d.data)
+                moved = d if rng == d.range else replace(d, range=rng)
                 out.append((moved, sha, owner))
         return out
 
     def publish(self, path: str) -> None:
+        """Send a place's diagnostics from every owner's result (an empty list clears them); a
+        notebook cell the editor does not show is skipped."""
+        uri = self.ls.open_docs.get(path) or (uri_of(path) if split_place(path)[1] is None else None)
+        if uri is None:
+            return
         items = self.diagnostics_in(path)
         _, version = self.current_text(path)
         diags = [to_lsp(d, text_sha=sha, owner=owner) for d, sha, owner in items]
         if not diags and path not in self.published:
             return
-        uri = self.ls.open_docs.get(path) or uri_of(path)
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
         if diags:
             self.published.add(path)
         else:
             self.published.discard(path)
+
+    def republish(self, file: str) -> None:
+        """Show the results on a file (or every cell of a notebook) again: it was just opened."""
+        places = {p for res in self.results.values() for p in res.files()} | self.published
+        for p in sorted(places):
+            if split_place(p)[0] == file:
+                self.publish(p)

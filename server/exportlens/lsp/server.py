@@ -1,10 +1,12 @@
 """The exportlens language server: `exportlens serve` speaks LSP over stdio (pygls 2.x).
 
-It never imports torch: runs go to the engine's warm worker process. It runs a file's targets
-on open and save (setting `exportlens.run`), or on the command `exportlens.runDraftExport`,
-with work-done progress and cancellation; publishes the newest result per file; and offers
-hover, CodeLens and quick fixes from those results. In an untrusted workspace (initialization
-option `trusted: false`) it runs no user code at all and says so once.
+It never imports torch: runs go to the engine's warm worker process. It runs a document's
+targets (a .py file on open and save, a notebook on save; setting `exportlens.run`), or on the
+command `exportlens.runDraftExport`, with work-done progress and cancellation; publishes the
+newest result per place (a file, a notebook's cell); and offers hover, CodeLens and quick fixes
+from those results. Every handler is the same for a file and a notebook's cell: a URI becomes a
+place (`place_of`), and the document behind it places everything. In an untrusted workspace
+(initialization option `trusted: false`) it runs no user code at all and says so once.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from exportlens import __version__
+from exportlens.document import Document
 from exportlens.lsp.actions import Actions
-from exportlens.lsp.convert import path_of, uri_of
+from exportlens.lsp.convert import path_of
 from exportlens.lsp.handshake import Replay
 from exportlens.lsp.hover import hover_at, hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
+from exportlens.lsp.lenses import code_lenses
 from exportlens.lsp.notebooks import Notebooks
-from exportlens.lsp.progress import problems_text
 from exportlens.lsp.runs import Runs, RunSummary
 from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
 from exportlens.lsp.verification import FixVerification
@@ -70,10 +73,10 @@ class ExportLensServer(LanguageServer):
         self.trusted = True
         self.told_untrusted = False
         self.told_unsupported = False  # "this torch has no draft_export" is said once per server start
-        self.open_docs: dict[str, str] = {}  # path → the URI the client uses for it
+        self.open_docs: dict[str, str] = {}  # place (a file, a notebook's cell) → the URI the client uses for it
         self.runs = Runs(self)
         self.actions = Actions(self)
-        self.notebooks = Notebooks(self, self.runs.engine)
+        self.notebooks = Notebooks(self)
         self.verification = FixVerification(self)
         self.requests: dict[Any, asyncio.Task[Any]] = {}  # request id → its handler task (for $/cancelRequest)
         self._background: set[asyncio.Task[Any]] = set()
@@ -156,10 +159,29 @@ class ExportLensServer(LanguageServer):
             if self.trusted and self.settings.interpreter != before.interpreter:
                 self.background(self.runs.warm_up())
 
+    def place_of(self, uri: str) -> str | None:
+        """The place a URI shows: a file's path, or the notebook cell it is synced as (None: neither)."""
+        path = path_of(uri)
+        return path if path is not None else next((p for p, u in self.open_docs.items() if u == uri), None)
+
+    def track(self, doc: Document) -> None:
+        self.notebooks.track(doc)
+
     def run_file_soon(self, path: str, *, explicit: bool = False) -> None:
         if self.can_run():
             task = self.runs.start(path, explicit=explicit)
             task.add_done_callback(_consume)
+
+    def saved(self, path: str) -> None:
+        """A document was saved: run it (and every owner whose findings are in it), setting `exportlens.run` permitting."""
+        if self.settings.run != RUN_ON_SAVE:
+            return
+        if not self.trusted:
+            self.tell_untrusted()
+            return
+        self.verification.cancel_touching(path, "saved")
+        for owner in self.runs.owners_for_save(path):
+            self.run_file_soon(owner)
 
     async def run_command(self, args: tuple[Any, ...]) -> dict[str, Any] | None:
         if not self.can_run():
@@ -168,10 +190,6 @@ class ExportLensServer(LanguageServer):
             path = _arg_path(args[0])
             if path is None:
                 raise ValueError(f"{RUN_COMMAND} expects a file URI, got {args[0]!r}")
-            if path.endswith(".ipynb"):
-                done = await self.notebooks.run(uri_of(path) if not isinstance(args[0], str) else args[0], path)
-                n = sum(1 for d in done.diagnostics if d.severity in (1, 2)) if done else 0
-                return RunSummary([path], n, [t.to_json() for t in done.targets] if done else []).to_json() | {"ran": True}
             summary = await self.runs.run_paths([path], explicit=True)
         else:
             owners = self.runs.workspace_owners()
@@ -246,8 +264,7 @@ def register_documents(server: ExportLensServer) -> None:
         if path is None or not _is_python(doc.uri, doc.language_id):
             return
         ls.open_docs[path] = doc.uri
-        if path in ls.runs.published:
-            ls.runs.publish(path)  # re-place them on the text the editor has
+        ls.runs.republish(path)  # re-place them on the text the editor has
         if not ls.trusted or ls.settings.run != RUN_ON_SAVE:
             return
         if not ls.runs.worth_running(path, doc.text):
@@ -272,33 +289,37 @@ def register_documents(server: ExportLensServer) -> None:
     def did_save(ls: ExportLensServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         path = path_of(uri)
-        if path is None or not _is_python(uri) or ls.settings.run != RUN_ON_SAVE:
-            return
-        if not ls.trusted:
-            ls.tell_untrusted()
-            return
-        ls.verification.cancel_touching(path, "saved")
-        for owner in ls.runs.owners_for_save(path):
-            ls.run_file_soon(owner)
+        if path is not None and _is_python(uri):
+            ls.saved(path)
 
 
 def register_notebooks(server: ExportLensServer) -> None:
-    """Jupyter notebooks over LSP 3.17 notebook sync: show the last result on open, run on save."""
+    """Jupyter notebooks over LSP 3.17 notebook sync: their cells become places; show the last result on open, run on save."""
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: ExportLensServer, params: types.DidOpenNotebookDocumentParams) -> None:
-        uri = params.notebook_document.uri
-        if uri in ls.notebooks.results:
-            ls.notebooks.publish(uri)  # the cells have new URIs: show the last result on them
+        path = ls.notebooks.opened(params.notebook_document.uri)
+        if path is not None:
+            ls.runs.republish(path)  # the cells have new URIs: show the last result on them
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: ExportLensServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        cells = params.change.cells
+        if cells is not None and cells.structure is not None:
+            ls.notebooks.changed(params.notebook_document.uri)
+        path = path_of(params.notebook_document.uri)
+        if path is not None and cells is not None and cells.text_content:
+            ls.verification.cancel_touching(path, "edited")
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: ExportLensServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.notebooks.closed(params.notebook_document.uri)
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
     def notebook_did_save(ls: ExportLensServer, params: types.DidSaveNotebookDocumentParams) -> None:
-        if ls.settings.run != RUN_ON_SAVE:
-            return
-        if not ls.trusted:
-            ls.tell_untrusted()
-            return
-        ls.notebooks.on_save(params.notebook_document.uri)
+        path = path_of(params.notebook_document.uri)
+        if path is not None:
+            ls.saved(path)
 
 
 def register_code_actions(server: ExportLensServer) -> None:
@@ -306,8 +327,6 @@ def register_code_actions(server: ExportLensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=True))
     async def code_action(ls: ExportLensServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        if ls.notebooks.owner_of(params.text_document.uri) is not None:
-            return ls.notebooks.code_actions(params)
         return await ls.actions.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
@@ -320,9 +339,7 @@ def register_hover(server: ExportLensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: ExportLensServer, params: types.TextDocumentPositionParams) -> types.Hover | None:
-        if ls.notebooks.owner_of(params.text_document.uri) is not None:
-            return ls.notebooks.hover(params.text_document.uri, params.position)
-        path = path_of(params.text_document.uri)
+        path = ls.place_of(params.text_document.uri)
         if path is None:
             return None
         await ls.runs.prepare(path)
@@ -336,31 +353,10 @@ def register_code_lens(server: ExportLensServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: ExportLensServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-        uri = params.text_document.uri
-        if not ls.trusted:
+        where = ls.place_of(params.text_document.uri)
+        if not ls.trusted or where is None:
             return []
-        cell_lenses = ls.notebooks.code_lenses(uri, RUN_COMMAND)
-        if cell_lenses is not None:
-            return cell_lenses
-        path = path_of(uri)
-        if path is None or not _is_python(uri):
-            return []
-        text, _ = ls.runs.current_text(path)
-        found, _ = ls.runs.plan(path, text)
-        if found is None:
-            return []
-        res = ls.runs.results.get(path)
-        lenses = []
-        for t in found.targets:
-            rng = types.Range(start=types.Position(line=t.line - 1, character=0), end=types.Position(line=t.line - 1, character=0))
-            lenses.append(types.CodeLens(range=rng, command=types.Command(title="▶ Run draft export", command=RUN_COMMAND, arguments=[uri])))
-            ran = next((r for r in res.targets if r.name == t.name), None) if res else None
-            if res is not None and ran is not None:
-                n = res.problems(t.name)
-                lenses.append(types.CodeLens(range=rng, command=types.Command(title=f"{problems_text(n)}, last run {ran.seconds:.1f} s", command="")))
-                if n:
-                    lenses.append(types.CodeLens(range=rng, command=types.Command(title="⚙ Make it export", command=MAKE_EXPORTABLE_COMMAND, arguments=[uri])))
-        return lenses
+        return code_lenses(ls.runs, where, RUN_COMMAND, MAKE_EXPORTABLE_COMMAND)
 
 
 def register_commands(server: ExportLensServer) -> None:

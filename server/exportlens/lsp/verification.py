@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from exportlens.document import Document
 from exportlens.lsp.convert import uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.settings import UNHELPFUL_HIDE, VERIFY_ON
@@ -26,6 +27,8 @@ from exportlens.model import (
     Diagnostic,
     Fix,
     Verification,
+    place,
+    split_place,
 )
 
 NOTIFICATION = "exportlens/verification"
@@ -33,7 +36,7 @@ DiagKey = tuple[str, str, int, int, str]
 
 
 def diag_key(d: Diagnostic) -> DiagKey:
-    return (d.file, d.code, d.range.start.line, d.range.start.character, d.message)
+    return (place(d.file, d.cell), d.code, d.range.start.line, d.range.start.character, d.message)
 
 
 def outcome_suffix(v: Verification | None, code: str) -> str:
@@ -56,14 +59,14 @@ class FixVerification:
     def __init__(self, ls: Host) -> None:
         self.ls = ls
         self.tasks: dict[str, asyncio.Task[None]] = {}  # owner → its verification in flight
-        self.covers: dict[str, set[str]] = {}  # owner → files its run covered (an edit there cancels)
+        self.covers: dict[str, set[str]] = {}  # owner → places its run covered (an edit there cancels)
         self.verified: dict[DiagKey, list[Fix]] = {}  # finding → its fixes, verified and ranked
         self.owner_keys: dict[str, set[DiagKey]] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None]) -> None:
-        """Verify the fixes of `owner`'s freshly published run (cancelling an older verification)."""
+    def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document) -> None:
+        """Verify the fixes of `owner`'s freshly published run of `doc` (cancelling an older verification)."""
         self.cancel(owner, "superseded")
         for key in self.owner_keys.pop(owner, set()):
             self.verified.pop(key, None)
@@ -74,8 +77,8 @@ class FixVerification:
 
         if not problems(diagnostics):
             return
-        self.covers[owner] = {owner} | {p for p in texts} | {d.file for d in diagnostics}
-        task = asyncio.ensure_future(self._verify(owner, list(diagnostics), dict(texts), s.verify_budget_seconds))
+        self.covers[owner] = {owner} | {p for p in texts} | {place(d.file, d.cell) for d in diagnostics}
+        task = asyncio.ensure_future(self._verify(owner, list(diagnostics), dict(texts), doc, s.verify_budget_seconds))
         self.tasks[owner] = task
         task.add_done_callback(lambda t: self.tasks.pop(owner, None) if self.tasks.get(owner) is t else None)
 
@@ -86,9 +89,9 @@ class FixVerification:
             self._notify(owner, "cancelled", reason=why)
 
     def cancel_touching(self, path: str, why: str) -> None:
-        """A file changed (edit or save): verifications that ran on its old text are moot."""
-        for owner, files in list(self.covers.items()):
-            if path in files:
+        """A file or a cell changed (edit or save): verifications that ran on its old text are moot."""
+        for owner, places in list(self.covers.items()):
+            if path in places or any(split_place(p)[0] == path for p in places):
                 self.cancel(owner, why)
 
     async def close(self) -> None:
@@ -103,25 +106,26 @@ class FixVerification:
         except Exception:  # the client went away: nothing to tell
             pass
 
-    async def _verify(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], budget: float) -> None:
+    async def _verify(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document, budget: float) -> None:
         from exportlens.fixes import registry
         from exportlens.verify import Verifier, problems
 
         started = time.perf_counter()
-        known = {p: t for p, t in texts.items() if t is not None}
+        # the files as the run analysed them (a notebook's cells travel in its document, not as files)
+        known = {p: t for p, t in texts.items() if t is not None and split_place(p)[1] is None}
 
         def read(path: str) -> str | None:
             return known[path] if path in known else registry.read_disk(path)
 
-        items = [(d, registry.fixes_for(d, read)) for d in problems(diagnostics)]
+        items = [(d, registry.fixes_for(d, read, doc)) for d in problems(diagnostics)]
         items = [(d, f) for d, f in items if f]
         count = len({f.key() for _, fixes in items for f in fixes})
         self._notify(owner, "started", fixes=count)
         engine = self.ls.runs.engine()
-        verifier = Verifier(engine, owner, None, read, budget, jobs=1, overrides=dict(known))
+        verifier = Verifier(engine, owner, None, read, budget, jobs=1, overrides=dict(known), document=doc)
         try:
             baseline, _ = await asyncio.gather(
-                engine.check_file(owner, overrides=dict(known), outputs=True, timeout=min(engine.settings.timeout, budget + 5)),
+                engine.check(doc, overrides=dict(known), outputs=True, timeout=min(engine.settings.timeout, budget + 5)),
                 verifier.run(f for _, fixes in items for f in fixes),
             )
         except asyncio.CancelledError:

@@ -1,0 +1,210 @@
+"""The fixers of each diagnostic code: from a diagnostic and the current texts to its fixes.
+
+A fixer is `(diagnostic, read, offer) -> list[Fix]`: it reads the files it edits with `read`
+(their CURRENT text), calls the pure generators of this package, and hands each generator's
+`Refusal` to `offer.take`, so the reasons come back with the fixes (`registry.refusals_for`).
+`codes.py` names each code's fixers; `registry.fixes_for` looks them up there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from typing import Any
+
+from exportlens import deprecated, suppress
+from exportlens import fixes as gen
+from exportlens.fixes import compile_fixes
+from exportlens.fixes.common import Offer
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import Reader
+
+Fixer = Callable[[Diagnostic, Reader, Offer], list[Fix]]
+
+
+def data_dependent(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """data-dependent-guard: `torch._check` above the statement, `torch.cond` for an `if`, or pinning the value."""
+    text = read(d.file)
+    return _data_dependent_in(d, text, offer) if text is not None else []
+
+
+def _tensor_names(data: dict[str, Any]) -> list[str] | None:
+    names = [
+        n
+        for n, vals in (data.get("locals") or {}).items()
+        if any(isinstance(v, str) and v.startswith("Tensor(") for v in (vals if isinstance(vals, list) else [vals]))
+    ]
+    return names or None
+
+
+def _prose(cond: str) -> str:
+    return cond.replace("<=", "≤").replace(">=", "≥").replace("!=", "≠").replace("==", "=")
+
+
+def assumption_title(action: str, cond: str, *, otherwise: str | None = None) -> str:
+    """A title that says the fix is an assumption: what it asserts and which inputs then raise."""
+    other = otherwise if otherwise is not None else f"inputs with {_prose(gen.negate(cond))}"
+    return f"{action} — assumes `{cond}` for every input; {other} will raise"
+
+
+def _assume(fix: Fix, cond: str, title: str) -> Fix:
+    return Fix(title, fix.edits, fix.is_preferred, assumes=cond)
+
+
+def _data_dependent_in(d: Diagnostic, text: str, offer: Offer) -> list[Fix]:
+    data = d.data
+    if data.get("library"):  # the guard's names are the library's: nothing to state on the project's line
+        return []
+    if data.get("torch_internal"):  # torch decided the guard inside an operator: not user code to patch
+        return []
+    line = int(data.get("statement_line") or data.get("user_line") or d.range.start.line + 1)
+    is_if = data.get("statement_kind") == "if"
+    if data.get("tensor_condition"):
+        if not is_if:
+            return []
+        out = offer.take(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))
+        return out + [Fix(f.title, f.edits, False, assumes=f.assumes) for f in _item_check(d, text, line, offer)]
+    if data.get("kind") == "value":
+        pin = data.get("pin")
+        if not pin:
+            return []
+        title = assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value")
+        return [_assume(f, pin, title) for f in offer.take(gen.insert_check(text, d.file, line, pin, preferred=True))]
+    expr = data.get("source_expr")
+    if not expr or data.get("result") not in ("True", "False"):
+        return []
+    taken = expr if data["result"] == "True" else gen.negate(expr)
+    other = gen.negate(taken)
+    if data.get("pin"):  # a condition torch asked inside a call (split on torch ≤ 2.12): only pinning passes
+        pin = str(data["pin"])
+        out = [
+            _assume(f, pin, assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value"))
+            for f in offer.take(gen.insert_check(text, d.file, line, pin, preferred=True))
+        ]
+        return out + [
+            _assume(f, taken, assumption_title(f"Add `torch._check({taken})`", taken) + " (settles only this first question)")
+            for f in offer.take(gen.insert_check(text, d.file, line, taken, preferred=False))
+        ]
+    # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
+    # occurrence); the `if` is only decided once every part is checked
+    chain = gen.chained_conditions(text, line, expr) if is_if and data["result"] == "True" else [taken]
+    shown = " and ".join(f"`torch._check({c})`" for c in chain)
+    assumed = " and ".join(chain)
+    out = [
+        _assume(f, assumed, assumption_title(f"Add {shown}", assumed, otherwise=None if len(chain) == 1 else "other inputs"))
+        for f in offer.take(gen.insert_checks(text, d.file, line, chain, preferred=True))
+    ]
+    out += [
+        _assume(f, other, assumption_title(f"Add `torch._check({other})`", other))
+        for f in offer.take(gen.insert_check(text, d.file, line, other, preferred=False))
+    ]
+    if is_if:
+        out += [Fix(f.title, f.edits, False) for f in offer.take(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data)))]
+    return out
+
+
+def _item_check(d: Diagnostic, text: str, line: int, offer: Offer) -> list[Fix]:
+    """`v = x.sum().item(); torch._check(v > 0); if v > 0:` — only when the example took the `if`."""
+    test = str(d.data.get("test_text") or "")
+    if d.data.get("result") != "True" or d.data.get("expr", "").replace(" ", "") != "Eq(u0,1)".replace("u0", _first_symbol(d)):
+        return []
+    try:
+        node = ast.parse(test, mode="eval").body
+    except SyntaxError:
+        return []
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1):
+        return []
+    left = ast.get_source_segment(test, node.left)
+    if not left:
+        return []
+    out = []
+    for f in offer.take(gen.insert_item_check(text, d.file, line, left)):
+        action = f.title.split(" (assume")[0]
+        out.append(_assume(f, test, assumption_title(action, test) + " (keeps only this branch)"))
+    return out
+
+
+def _first_symbol(d: Diagnostic) -> str:
+    found = re.findall(r"\b[a-z]+\d+\b", str(d.data.get("expr", "")))
+    return found[0] if found else "u0"
+
+
+def fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """missing-fake-kernel: a `register_fake` for the op, beside it or (a library's op) in the project's file."""
+    definition = d.data.get("definition")
+    if not definition or not definition.get("file"):
+        return []
+    text = read(definition["file"])
+    if text is None:
+        return []
+    if d.data.get("library"):  # the op is a library's: register its fake kernel in the project's file
+        params = gen.library_op_params(text, definition)
+        own = read(d.file)
+        if isinstance(params, gen.Refusal) or own is None:
+            return []
+        return offer.take(gen.register_fake_in_project_fix(own, d.file, d.data["op"], d.data.get("profiles") or [], params))
+    return offer.take(gen.register_fake_fix(text, definition["file"], d.data["op"], d.data.get("profiles") or [], definition))
+
+
+def mismatched_fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """mismatched-fake-kernel: the registered fake function corrected from the real outputs."""
+    fake = d.data.get("fake")
+    profiles = d.data.get("profiles") or []
+    if not fake or len(profiles) != 1:
+        return []
+    text = read(fake["file"])
+    if text is None:
+        return []
+    return offer.take(gen.mismatch_fix(text, fake["file"], int(fake["line"]), d.data.get("reason", ""), profiles[0].get("out")))
+
+
+def guard_added(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """guard-added: `Dim.STATIC` / `Dim.AUTO` for the one named dim in the call's `dynamic_shapes`."""
+    call = d.data.get("export_call") or {}
+    named = [dim for dim in d.data.get("dims") or [] if dim.get("name")]
+    if not call.get("file") or len(named) != 1:
+        return []
+    text = read(call["file"])
+    if text is None:
+        return []
+    return offer.take(gen.dynamic_shapes_fixes(text, call["file"], int(call["line"]), named[0]["name"], d.data.get("value")))
+
+
+def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """graph-break / recompile: the fixes the worker said apply, in its order of preference."""
+    out: list[Fix] = []
+    for want in d.data.get("fixes") or []:
+        kind = want.get("fix")
+        file = want.get("file") or (want.get("compile_call") or {}).get("file") or d.file
+        text = read(file)
+        if text is None:
+            continue
+        if kind == "torch_cond":
+            found = offer.take(gen.rewrite_if_as_cond(text, file, d.range.start.line + 1))
+        elif kind == "capture_scalar_outputs":
+            found = offer.take(compile_fixes.capture_scalar_outputs_fix(text, file))
+        elif kind == "reorderable_logging":
+            found = offer.take(compile_fixes.reorderable_logging_fix(text, file, str(want.get("function") or "print")))
+        elif kind == "compiler_disable":
+            found = offer.take(compile_fixes.compiler_disable_fix(text, file, int(want.get("line") or d.range.start.line + 1)))
+        elif kind == "drop_dynamic_false":
+            found = offer.take(compile_fixes.drop_dynamic_false_fix(text, file, int((want.get("compile_call") or {}).get("line") or 0)))
+        else:
+            found = []  # pass-as-tensor, mark_dynamic, torch._check under compile: not rewritten automatically
+        out += [Fix(f.title, f.edits, not out and i == 0) for i, f in enumerate(found)]
+    return out
+
+
+def deprecated_api(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """deprecated-api: `torch._check_is_size(x)` rewritten as `torch._check(x >= 0)`."""
+    text = read(d.file)
+    rewrite = deprecated.fix(text, d) if text is not None else None
+    return [rewrite] if rewrite is not None else []
+
+
+def unused_ignore(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """unused-ignore: the unused codes (or the whole comment) removed."""
+    text = read(d.file)
+    removal = suppress.remove_unused_fix(text, d) if text is not None else None
+    return [removal] if removal is not None else []
