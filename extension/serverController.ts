@@ -107,10 +107,7 @@ export class ServerController implements vscode.Disposable {
   refreshProblems(): void {
     let n = 0;
     for (const [, diags] of vscode.languages.getDiagnostics()) {
-      n += diags.filter(
-        (d) =>
-          d.source === 'exportlens' && (d.severity === vscode.DiagnosticSeverity.Error || d.severity === vscode.DiagnosticSeverity.Warning),
-      ).length;
+      n += diags.filter(isProblem).length;
     }
     this.status.update({ problems: n });
   }
@@ -279,4 +276,9 @@ export class ServerController implements vscode.Disposable {
     this.disposed = true;
     await this.stop();
   }
+}
+
+/** An ExportLens error or warning: a problem, as the CLI and the server count them (the server's one home of the rule is `model.is_problem`). */
+function isProblem(d: vscode.Diagnostic): boolean {
+  return d.source === 'exportlens' && (d.severity === vscode.DiagnosticSeverity.Error || d.severity === vscode.DiagnosticSeverity.Warning);
 }

@@ -134,3 +134,90 @@ def test_torch_facts_citations_point_into_the_repository() -> None:
                 if not cited or any(c not in sections for c in cited):
                     bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not bad, "\n".join(bad)
+
+
+# -- ARCHITECTURE.md names every module -----------------------------------------------------------
+
+
+def _sections(doc: str) -> list[tuple[str, str]]:
+    """(heading, body) of each `### ` section of ARCHITECTURE.md's code map."""
+    parts = re.split(r"^### (.*)$", doc, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _unnamed(modules: list[str], doc: str) -> list[str]:
+    """The modules (paths under server/exportlens) that ARCHITECTURE.md does not name: a module of a
+    sub-package must appear as `name.py` (or a path ending in it) in the section whose heading names
+    its folder; a top-level module in any other section."""
+    sections = _sections(doc)
+    missing = []
+    for module in modules:
+        folder, _, name = module.rpartition("/")
+        if folder:
+            home = [head + body for head, body in sections if f"`server/exportlens/{folder}/`" in head]
+        else:
+            home = [head + body for head, body in sections if not re.search(r"`server/exportlens/\w+/`", head)]
+        if not any(re.search(rf"`(?:[\w/]*/)?{re.escape(name)}`", text) for text in home):
+            missing.append(module)
+    return missing
+
+
+def _modules() -> list[str]:
+    """Every module with code: an `__init__.py` that is only a docstring or a constant needs no words."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if path.name == "__init__.py" and not any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)) for n in body):
+            continue
+        out.append(path.relative_to(PACKAGE).as_posix())
+    return out
+
+
+def test_architecture_names_every_module() -> None:
+    doc = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    assert _unnamed(_modules(), doc) == []
+    assert _unnamed(["lsp/ghost.py", "ghost.py"], doc) == ["lsp/ghost.py", "ghost.py"]  # the check can fail
+
+
+# -- one home per fact ----------------------------------------------------------------------------
+
+
+def _source_lines(pattern: str) -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(pattern, line):
+                found.append(f"{path.relative_to(PACKAGE).as_posix()}:{n}")
+    return found
+
+
+def test_is_a_problem_is_written_once() -> None:
+    """Errors and warnings are problems: `model.is_problem` says it, everything else asks it."""
+    spelled = _source_lines(r"severity\s*(in\s*\(\s*(ERROR|1)\s*,\s*(WARNING|2)\s*\)|<=\s*(2|WARNING))")
+    assert [s.split(":")[0] for s in spelled] == ["model.py"]
+    client = [
+        f"{p.name}:{n}"
+        for p in sorted((ROOT / "extension").rglob("*.ts"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "DiagnosticSeverity.Warning" in line
+    ]
+    assert len(client) == 1 and client[0].startswith("serverController.ts:")  # the client's one function, `isProblem`
+
+
+def test_settings_are_resolved_in_one_place() -> None:
+    """Only `EngineSettings.resolved` builds a front end's settings (flags > pyproject > defaults)."""
+    built = [s for s in _source_lines(r"EngineSettings\(") if not s.startswith("engine.py:")]
+    assert built == []
+
+
+def test_server_handlers_do_not_tell_notebooks_from_files() -> None:
+    """Every feature handler of lsp/server.py is the same for a file and a notebook's cell: only the
+    notebook-sync notifications and the plumbing's wiring name notebooks."""
+    tree = ast.parse((PACKAGE / "lsp" / "server.py").read_text(encoding="utf-8"))
+    offenders = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("register_") and n.name != "register_notebooks"):
+        for node in ast.walk(fn):
+            text = ast.unparse(node) if isinstance(node, (ast.Attribute, ast.Constant, ast.Name)) else ""
+            if re.search(r"notebook|ipynb|\bcell", text, re.I):
+                offenders.append(f"{fn.name}: {text}")
+    assert offenders == []

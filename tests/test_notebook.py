@@ -168,7 +168,13 @@ SLOW_NOTEBOOK = {
             "execution_count": None,
             "source": ['open(os.environ["EXPORTLENS_TEST_MARK"], "w").close()  # the run is under way\n', "time.sleep(600)\n"],
         },
-        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": ["ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))\n"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": ["ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))\n"],
+        },
     ],
 }
 
@@ -236,7 +242,9 @@ def test_a_notebook_in_a_read_only_folder_is_checked(read_only: Path) -> None:
         (read_only / ".x").touch()
     out = cli("check", str(read_only / "threshold.ipynb"))
     assert out.returncode == 1, out.stderr
-    assert out.stdout.splitlines()[0].startswith(f"{read_only / 'threshold.ipynb'}:cell 2:4:12: error[data-dependent-guard]: Draft export could not decide `n > 2`")
+    assert out.stdout.splitlines()[0].startswith(
+        f"{read_only / 'threshold.ipynb'}:cell 2:4:12: error[data-dependent-guard]: Draft export could not decide `n > 2`"
+    )
 
 
 def test_fix_commands_leave_a_notebook_alone_and_say_where_its_fix_is(tmp_path: Path) -> None:

@@ -18,12 +18,15 @@ from exportlens.codes import CODES, CodeInfo, doc_url
 from exportlens.sarif import SARIF_SCHEMA_URI, github_line_hashes, to_sarif
 
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
-ALL_CODES = [
+# The codes shipped so far, in their table order: SARIF rule indices follow it, so a new code goes
+# last (it needs no line here; it is in the table).
+SHIPPED_CODES = [
     "data-dependent-guard", "missing-fake-kernel", "mismatched-fake-kernel", "guard-added",
     "export-error", "graph-break", "recompile", "tracer-warning", "trace-check-failed",
     "syntax-error", "worker-crashed", "worker-timeout", "target-error", "no-target", "draft-export-crashed",
     "config-error", "deprecated-api", "unused-ignore",
 ]  # fmt: skip
+ALL_CODES = list(CODES)
 # RFC 3986: a relative reference whose first segment has no ":", and absolute file URIs.
 _URI_CHARS = r"[A-Za-z0-9\-._~%!$&'()*+,;=:@/]"
 RELATIVE_URI = re.compile(rf"^(?!/)[^:/]*(/{_URI_CHARS}*)*$")
@@ -96,7 +99,7 @@ def project(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_codes_table_is_complete_and_stable() -> None:
-    assert list(CODES) == ALL_CODES
+    assert list(CODES)[: len(SHIPPED_CODES)] == SHIPPED_CODES
     for code, info in CODES.items():
         assert isinstance(info, CodeInfo) and info.code == code
         assert info.title and "\n" not in info.title and len(info.title) <= 1024

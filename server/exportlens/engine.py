@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from exportlens import deprecated, document, findings, project, suppress, targets
+from exportlens import codes, deprecated, document, findings, project, suppress, targets
 from exportlens.document import Document
 from exportlens.findings import placement
 from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
@@ -581,7 +581,7 @@ def _suppress(result: FileResult, cache: SourceCache, cfg: project.ProjectConfig
     files = {d.file for d in result.diagnostics if d.file.endswith((".py", ".pyw"))} | {result.path}
     texts = {f: (src.text if (src := cache(f)) is not None else None) for f in files}
     complete = result.ran and all(t.status in ("ok", "problems") for t in result.targets)
-    outcome = suppress.apply(result.diagnostics, texts, report_unused={result.path} if complete else None)
+    outcome = suppress.apply(result.diagnostics, texts, report_unused={result.path} if complete else None, known=codes.CODES)
     kept = [d for d in outcome.kept + outcome.unused if _selected(d.code, cfg)]
     result.diagnostics = sorted(kept, key=lambda d: (d.file, d.range.start, d.code))
     result.ignored = outcome.ignored

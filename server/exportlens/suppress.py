@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from exportlens.model import HINT, Diagnostic, Fix, Range, TextEdit
@@ -72,7 +73,7 @@ class Outcome:
     unused: list[Diagnostic]
 
 
-def apply(diags: list[Diagnostic], texts: dict[str, str | None], *, report_unused: set[str] | None = None) -> Outcome:
+def apply(diags: list[Diagnostic], texts: dict[str, str | None], *, report_unused: set[str] | None = None, known: Collection[str] = ()) -> Outcome:
     """Split `diags` into kept and silenced by the directives in `texts` (file → text).
 
     `report_unused`: files whose directives get `unused-ignore` hints (only files whose run was
@@ -89,13 +90,14 @@ def apply(diags: list[Diagnostic], texts: dict[str, str | None], *, report_unuse
             out.kept.append(d)
     for path in sorted(report_unused or ()):
         for ignore in by_file.get(path, {}).values():
-            hint = unused_hint(path, ignore)
+            hint = unused_hint(path, ignore, known)
             if hint is not None:
                 out.unused.append(hint)
     return out
 
 
-def unused_hint(path: str, ignore: Ignore) -> Diagnostic | None:
+def unused_hint(path: str, ignore: Ignore, known: Collection[str] = ()) -> Diagnostic | None:
+    """The hint for a directive that silenced nothing (`known`: the codes that exist, to name a misspelt one)."""
     if ignore.codes is None:
         if ignore.used:
             return None
@@ -105,9 +107,7 @@ def unused_hint(path: str, ignore: Ignore) -> Diagnostic | None:
         unused = [c for c in ignore.codes if c not in ignore.used]
         if not unused:
             return None
-        from exportlens.codes import CODES
-
-        names = ", ".join(f"`{c}`" + ("" if c in CODES else " (not an ExportLens code)") for c in unused)
+        names = ", ".join(f"`{c}`" + ("" if c in known else " (not an ExportLens code)") for c in unused)
         message = (
             f"Unused ignore: {names} silence{'s' if len(unused) == 1 else ''} nothing on this line "
             f"(no such ExportLens problem starts here). Remove {'it' if len(unused) == 1 else 'them'}."

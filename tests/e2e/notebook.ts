@@ -1,14 +1,15 @@
 /**
- * Jupyter notebooks in the real workbench (issue 14): VS Code's built-in `ipynb` extension opens
- * the notebook (no kernel: ExportLens runs it in its own worker), the client syncs its Python
- * cells over LSP 3.17 notebook sync, and the squiggle, hover, quick fix and CodeLens all work
- * inside a cell editor. The notebook is the one the CLI and LSP tests use
+ * Jupyter notebooks in the real workbench (issues 14 and 19): VS Code's built-in `ipynb` extension
+ * opens the notebook (no kernel: ExportLens runs it in its own worker), the client syncs its Python
+ * cells over LSP 3.17 notebook sync, and the squiggle, hover, verified quick fix and CodeLens all
+ * work inside a cell editor, as in a .py file. The notebook is the one the CLI and LSP tests use
  * (tests/fixtures/notebook/threshold.ipynb): markdown first, the data-dependent branch in cell 2.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { REPO } from './codeServer';
+import { menuTitles } from './verifiedFixes';
 import { MOD, poll, runCommand, waitForWorkbench } from './workbench';
 
 /** run.ts's scenario runner: a name, a time limit, a body; a screenshot at its end. */
@@ -25,6 +26,15 @@ export const NOTEBOOK = {
   code: 'data-dependent-guard',
   start: { line: 3, character: 11 },
   targetCell: 4,
+  /**
+   * The cell's Ctrl+. menu once its fixes are verified (as tests/lsp/test_verification.py pins them):
+   * a notebook's fixes are re-run with the fix in its cells, in memory, as a .py file's are.
+   */
+  menu: [
+    'Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise — export passes ✓',
+    'Add `torch._check(n <= 2)` — assumes `n <= 2` for every input; inputs with n > 2 will raise — breaks the target',
+    'Ignore this problem on this line (adds `# exportlens: ignore[data-dependent-guard]`; the problem stays, unreported)',
+  ],
   /** Cell 2's text after the preferred quick fix: the guard's assumption on its own line, above the `if`. */
   fixed: `${[
     'class Threshold(torch.nn.Module):',
@@ -162,9 +172,33 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
       }
 
       // The quick fix from the cell editor: the cursor in the finding, Ctrl+. and the preferred fix.
+      // Verification runs in the background after the diagnostics are published; each Ctrl+. asks
+      // the server for the actions again, so the menu is reopened until they carry their outcomes.
       await page.keyboard.press('Escape');
-      await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-      await page.keyboard.press(`${MOD}+.`);
+      let titles: string[] = [];
+      await poll(
+        "the cell's verified fixes in the Ctrl+. menu",
+        180_000,
+        async () => {
+          await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+          await page.keyboard.press(`${MOD}+.`);
+          await page.locator('.action-widget .monaco-list-row.action').first().waitFor({ state: 'visible', timeout: 20_000 });
+          titles = await menuTitles(page);
+          if (JSON.stringify(titles) === JSON.stringify(NOTEBOOK.menu)) {
+            return true;
+          }
+          await page.keyboard.press('Escape');
+          await page
+            .locator('.action-widget')
+            .first()
+            .waitFor({ state: 'hidden', timeout: 5_000 })
+            .catch(() => undefined);
+          return undefined;
+        },
+        1_000,
+      ).catch((e: unknown) => {
+        throw new Error(`${String(e)}; the menu showed ${JSON.stringify(titles, null, 1)}`);
+      });
       const row = page.locator('.action-widget .monaco-list-row', { hasText: 'torch._check(n > 2)' }).first();
       await row.waitFor({ state: 'visible', timeout: 30_000 });
       const focused = page.locator('.action-widget .monaco-list-row.focused');
@@ -198,10 +232,11 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
       ).catch(async (e: unknown) => {
         throw new Error(`${String(e)}; lenses: ${JSON.stringify(await lenses.allInnerTexts())}`);
       });
-      // The run's shadow script (the joined cells, next to the notebook for its relative imports) is gone.
-      const left = fs.readdirSync(path.dirname(file)).filter((n) => n.endsWith('.exportlens.py'));
+      // Every run (the checks and each fix's verification) ran the joined cells from memory: nothing
+      // was ever written next to the notebook.
+      const left = fs.readdirSync(path.dirname(file)).filter((n) => n !== path.basename(file));
       if (left.length > 0) {
-        throw new Error(`shadow scripts left next to the notebook: ${JSON.stringify(left)}`);
+        throw new Error(`files written next to the notebook: ${JSON.stringify(left)}`);
       }
     },
     filter,

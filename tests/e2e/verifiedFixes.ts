@@ -94,7 +94,7 @@ function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promi
 }
 
 /** The titles in the open code action menu (header and separator rows left out). */
-async function menuTitles(page: Page): Promise<string[]> {
+export async function menuTitles(page: Page): Promise<string[]> {
   return page
     .locator('.action-widget .monaco-list-row.action .title')
     .evaluateAll((els) => els.map((e) => (e.textContent ?? '').replace(/\u00a0/g, ' ').trim()));

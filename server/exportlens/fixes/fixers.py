@@ -42,7 +42,7 @@ def _prose(cond: str) -> str:
     return cond.replace("<=", "≤").replace(">=", "≥").replace("!=", "≠").replace("==", "=")
 
 
-def assumption_title(action: str, cond: str, *, otherwise: str | None = None) -> str:
+def _assumption_title(action: str, cond: str, *, otherwise: str | None = None) -> str:
     """A title that says the fix is an assumption: what it asserts and which inputs then raise."""
     other = otherwise if otherwise is not None else f"inputs with {_prose(gen.negate(cond))}"
     return f"{action} — assumes `{cond}` for every input; {other} will raise"
@@ -69,7 +69,7 @@ def _data_dependent_in(d: Diagnostic, text: str, offer: Offer) -> list[Fix]:
         pin = data.get("pin")
         if not pin:
             return []
-        title = assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value")
+        title = _assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value")
         return [_assume(f, pin, title) for f in offer.take(gen.insert_check(text, d.file, line, pin, preferred=True))]
     expr = data.get("source_expr")
     if not expr or data.get("result") not in ("True", "False"):
@@ -79,11 +79,11 @@ def _data_dependent_in(d: Diagnostic, text: str, offer: Offer) -> list[Fix]:
     if data.get("pin"):  # a condition torch asked inside a call (split on torch ≤ 2.12): only pinning passes
         pin = str(data["pin"])
         out = [
-            _assume(f, pin, assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value"))
+            _assume(f, pin, _assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value"))
             for f in offer.take(gen.insert_check(text, d.file, line, pin, preferred=True))
         ]
         return out + [
-            _assume(f, taken, assumption_title(f"Add `torch._check({taken})`", taken) + " (settles only this first question)")
+            _assume(f, taken, _assumption_title(f"Add `torch._check({taken})`", taken) + " (settles only this first question)")
             for f in offer.take(gen.insert_check(text, d.file, line, taken, preferred=False))
         ]
     # `if n > 2 and n < 100:` taken: torch met `n > 2` first (and counted `n < 100` as another
@@ -92,11 +92,11 @@ def _data_dependent_in(d: Diagnostic, text: str, offer: Offer) -> list[Fix]:
     shown = " and ".join(f"`torch._check({c})`" for c in chain)
     assumed = " and ".join(chain)
     out = [
-        _assume(f, assumed, assumption_title(f"Add {shown}", assumed, otherwise=None if len(chain) == 1 else "other inputs"))
+        _assume(f, assumed, _assumption_title(f"Add {shown}", assumed, otherwise=None if len(chain) == 1 else "other inputs"))
         for f in offer.take(gen.insert_checks(text, d.file, line, chain, preferred=True))
     ]
     out += [
-        _assume(f, other, assumption_title(f"Add `torch._check({other})`", other))
+        _assume(f, other, _assumption_title(f"Add `torch._check({other})`", other))
         for f in offer.take(gen.insert_check(text, d.file, line, other, preferred=False))
     ]
     if is_if:
@@ -121,7 +121,7 @@ def _item_check(d: Diagnostic, text: str, line: int, offer: Offer) -> list[Fix]:
     out = []
     for f in offer.take(gen.insert_item_check(text, d.file, line, left)):
         action = f.title.split(" (assume")[0]
-        out.append(_assume(f, test, assumption_title(action, test) + " (keeps only this branch)"))
+        out.append(_assume(f, test, _assumption_title(action, test) + " (keeps only this branch)"))
     return out
 
 
