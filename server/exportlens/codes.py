@@ -16,7 +16,7 @@ from typing import Any
 from . import protocol
 from .fixes import fixers
 from .fixes.fixers import Fixer
-from .model import ERROR, HINT, INFORMATION, WARNING, is_problem
+from .model import ERROR, HINT, INFORMATION, WARNING, Diagnostic, Range, is_problem
 
 # Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
 # old paths redirect there); these are the current canonical stable locations.
@@ -272,3 +272,8 @@ def doc_url(code: str) -> str | None:
     """The documentation page for `code`, or None (unknown code, or no page fits)."""
     info = CODES.get(code)
     return info.url if info is not None else None
+
+
+def new(code: str, file: str, rng: Range, message: str, target: str = "", *, severity: int | None = None) -> Diagnostic:
+    """A diagnostic at its code's default severity; pass `severity` only with the reason beside it."""
+    return Diagnostic(file, rng, severity if severity is not None else CODES[code].severity, code, message, target)

@@ -22,7 +22,7 @@ from typing import Any, cast
 from exportlens import codes, deprecated, document, findings, project, suppress, targets
 from exportlens.document import Document
 from exportlens.findings import placement
-from exportlens.model import ERROR, INFORMATION, Diagnostic, Range, Report, TargetResult
+from exportlens.model import INFORMATION, Diagnostic, Range, Report, TargetResult
 from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
@@ -183,7 +183,7 @@ class Engine:
         if isinstance(doc, str):
             doc = document.load(doc, text)
         if doc.unreadable is not None:
-            return Plan(doc.path, _root_of(doc.path), None, None, [Diagnostic(doc.path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", doc.unreadable, "")])
+            return Plan(doc.path, _root_of(doc.path), None, None, [codes.new("syntax-error", doc.path, Range.of(0, 0, 0, 1), doc.unreadable)])
         path = doc.script
         try:
             return self._plan(path, doc.text)
@@ -196,7 +196,7 @@ class Engine:
                 else "ExportLens failed to read it"
             )
             message = f"The file cannot be compiled: {why} ({type(exc).__name__}: {exc})".replace(" ()", "")
-            return Plan(path, _root_of(path), None, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", message, "")])
+            return Plan(path, _root_of(path), None, None, [codes.new("syntax-error", path, Range.of(0, 0, 0, 1), message)])
 
     def _plan(self, path: str, text: str | None) -> Plan:
         root = project.find_root(path)
@@ -207,18 +207,20 @@ class Engine:
             src = Source(path, text) if text is not None else read_source(path)
         except SourceError as exc:
             rng = Range.of(exc.line - 1, 0, exc.line - 1, 1)
-            return Plan(path, root, None, None, [Diagnostic(path, rng, ERROR, "syntax-error", str(exc), "")])
+            return Plan(path, root, None, None, [codes.new("syntax-error", path, rng, str(exc))])
         try:
             compile(src.text, path, "exec", dont_inherit=True)
         except SyntaxError as exc:
             return Plan(path, root, src, None, [syntax_diagnostic(src, exc)])
         except ValueError as exc:  # e.g. NUL bytes
-            return Plan(path, root, src, None, [Diagnostic(path, Range.of(0, 0, 0, 1), ERROR, "syntax-error", f"The file cannot be compiled: {exc}", "")])
+            return Plan(path, root, src, None, [codes.new("syntax-error", path, Range.of(0, 0, 0, 1), f"The file cannot be compiled: {exc}")])
         tree = src.tree
         assert tree is not None
         factories = project.factories_by_file(cfg, self.settings.extra_targets).get(path, [])
         found = targets.discover(tree, path, factories)
-        notice = [Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "target-error", cfg.notice, "")] if cfg.notice else []
+        # information, not an error: nothing of the project failed, a declared target outside it is
+        # skipped (ExportLens analyses only the project's files) and the user hears why
+        notice = [codes.new("target-error", path, Range.of(0, 0, 0, 0), cfg.notice, severity=INFORMATION)] if cfg.notice else []
         return Plan(path, root, src, found, config_diagnostics(cfg) + notice + deprecated.check(src))
 
     async def check(
@@ -252,7 +254,7 @@ class Engine:
         result.texts[path] = src.text
         if not found.targets:
             if explicit:
-                result.diagnostics.append(Diagnostic(path, Range.of(0, 0, 0, 0), INFORMATION, "no-target", targets.NO_TARGET_HELP, ""))
+                result.diagnostics.append(codes.new("no-target", path, Range.of(0, 0, 0, 0), targets.NO_TARGET_HELP))
             return _shown(result, doc)
         ran = doc.upto(src.text, max(t.line for t in found.targets))
         assert ran.text is not None
@@ -336,13 +338,11 @@ class Engine:
                     res = FileResult(
                         os.path.abspath(file),
                         diagnostics=[
-                            Diagnostic(
+                            codes.new(
+                                "target-error",
                                 os.path.abspath(file),
                                 Range.of(0, 0, 0, 1),
-                                ERROR,
-                                "target-error",
                                 f"ExportLens failed on this file (an internal error, please report it): {type(exc).__name__}: {exc}",
-                                "",
                             )
                         ],
                     )
@@ -474,11 +474,10 @@ class _Fold:
             t = self.found.targets[0]
             names = ", ".join(x.name for x in self.found.targets[:3]) + (" …" if len(self.found.targets) > 3 else "")
             self.raw.append(
-                Diagnostic(
+                codes.new(
+                    "target-error",
                     self.path,
                     placement.statement_range(self.src, t.line),
-                    ERROR,
-                    "target-error",
                     f"No target of this file ran ({names}): the file finished without reaching "
                     "them (an early return or exit, a branch not taken, or `if __name__ == "
                     '"__main__"` around them when they are not script calls).',
@@ -505,7 +504,7 @@ class _Fold:
         self.result.ran = False
         t = self.found.targets[0]
         self.raw.append(
-            Diagnostic(self.path, placement.statement_range(self.src, t.line), ERROR, "worker-crashed", f"ExportLens could not start its worker: {exc}", t.name)
+            codes.new("worker-crashed", self.path, placement.statement_range(self.src, t.line), f"ExportLens could not start its worker: {exc}", t.name)
         )
         self.result.targets.append(TargetResult(t.name, self.path, t.line, t.kind, "crashed", 0.0))
 
@@ -601,7 +600,7 @@ def config_diagnostics(cfg: project.ProjectConfig) -> list[Diagnostic]:
             rng = read_source(cfg.path).line_range(err.line + 1)
         except SourceError:
             rng = Range.of(err.line, 0, err.line, 0)
-        out.append(Diagnostic(cfg.path, rng, ERROR, "config-error", err.message, ""))
+        out.append(codes.new("config-error", cfg.path, rng, err.message))
     return out
 
 
@@ -618,4 +617,4 @@ def syntax_diagnostic(src: Source, exc: SyntaxError) -> Diagnostic:
         end = src.line_range(line).end if src.line_range(line).end > start else start
     if end <= start:
         end = type(start)(start.line, start.character + 1)
-    return Diagnostic(src.path, Range(start, end), ERROR, "syntax-error", f"SyntaxError: {exc.msg}", "")
+    return codes.new("syntax-error", src.path, Range(start, end), f"SyntaxError: {exc.msg}")
