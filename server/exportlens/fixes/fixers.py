@@ -197,7 +197,7 @@ def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
 
 
 def deprecated_api(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
-    """deprecated-api: `torch._check_is_size(x)` rewritten as `torch._check(x >= 0)`."""
+    """deprecated-api: the deprecated call rewritten with its replacement (`deprecated.fix`)."""
     text = read(d.file)
     rewrite = deprecated.fix(text, d) if text is not None else None
     return [rewrite] if rewrite is not None else []

@@ -164,8 +164,10 @@ class Runs:
         (a notebook is read once per change on disk, not once per request)."""
         if text is None:
             text, _ = self.current_text(path)
-        if text is not None:
-            return document.load(path, text)
+        return document.load(path, text) if text is not None else self.disk_document(path)
+
+    def disk_document(self, path: str) -> Document:
+        """The document of `path` as it is on disk, loaded again only when the file changed."""
         try:
             st = os.stat(path)
             stamp = (st.st_mtime_ns, st.st_size)
@@ -268,7 +270,8 @@ class Runs:
             names = self.target_names(path) or [os.path.basename(path)]
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
-            result = await engine.check(document.load(path, text), explicit=explicit, on_target=progress.target, on_phase=progress.phase)
+            doc = document.load(path, text) if text is not None else self.disk_document(path)
+            result = await engine.check(doc, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
