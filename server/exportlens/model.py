@@ -193,7 +193,7 @@ class Diagnostic:
     """One deduplicated finding, placed on the user's line.
 
     `data` keeps the raw facts (guard expression, locals, op profiles, dynamic shapes...)
-    that the quick fixes and the hover need; its shape per code is `protocol.DATA_BY_CODE`.
+    that the quick fixes and the hover need; its shape per code is the type its record in `codes.py` names.
     """
 
     file: str
