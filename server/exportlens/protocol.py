@@ -205,6 +205,13 @@ class GuardFailure(TypedDict):
     frames: NotRequired[list[FrameInfo]]
 
 
+class Resumes(TypedDict):
+    """The function a dynamo resume function (`torch_dynamo_resume_in_post_at_17`) continues, and from which line."""
+
+    name: str
+    line: int
+
+
 class RecompileFinding(TypedDict):
     type: Literal["recompile"]
     function: str
@@ -213,6 +220,7 @@ class RecompileFinding(TypedDict):
     failed_entries: int
     reason: str
     call_stack: NotRequired[list[FrameInfo]]
+    resumes: NotRequired[Resumes]
 
 
 class RecompileLimitFinding(TypedDict):
@@ -224,6 +232,7 @@ class RecompileLimitFinding(TypedDict):
     reason: str
     compile_id: str | None
     call_stack: NotRequired[list[FrameInfo]]
+    resumes: NotRequired[Resumes]
 
 
 CompileFinding = GraphBreakFinding | RecompileFinding | RecompileLimitFinding
@@ -598,7 +607,7 @@ class GraphBreakData(_KnownBreak):
 class Change(TypedDict, total=False):
     """What a failed guard means (`findings.compile.what_changed`)."""
 
-    kind: Literal["size", "value", "other"]
+    kind: Literal["size", "rank", "dtype", "requires_grad", "value", "type", "attribute", "other"]
     name: str
     dim: int
     expected: int
@@ -608,7 +617,9 @@ class Change(TypedDict, total=False):
     keeps: str
 
 
-class RecompileData(TypedDict):
+class RecompileData(LibraryFacts):
+    """A recompiled function; inside a library (LibraryFacts), placed on the project's call into it."""
+
     kind: Literal["recompile"]
     function: str
     code: CodeLocation | dict[str, Any]
@@ -623,6 +634,8 @@ class RecompileData(TypedDict):
     compile_options: CompileOptions
     fix: str | None
     fixes: list[FixChoice]
+    placed: NotRequired[Literal["guard", "live", "resume", "definition"]]  # which source told the line
+    resumes: NotRequired[Resumes]  # a resume function: the function it continues
     occurrences: NotRequired[int]
 
 

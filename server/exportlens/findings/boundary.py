@@ -19,6 +19,7 @@ from exportlens.model import Range, Related
 from exportlens.project import is_user_file
 from exportlens.source import Source
 
+NO_EDIT = "This is the library's code, not yours: ExportLens never edits it."
 SHORT_EXPR = 120  # longer symbolic expressions are shortened in messages; the whole one stays in data
 _PACKAGE_DIRS = ("site-packages", "dist-packages")
 
@@ -45,11 +46,7 @@ class LibraryFrame:
 
     def where(self) -> str:
         """`minilib/postprocess.py:8` — the path from the package on, as an import would name it."""
-        parts = os.path.abspath(self.file).split(os.sep)
-        for marker in _PACKAGE_DIRS:
-            if marker in parts:
-                return "/".join(parts[len(parts) - parts[::-1].index(marker) :]) + f":{self.line}"
-        return f"{os.path.basename(self.file)}:{self.line}"
+        return where(self.file, self.line)
 
 
 @dataclass
@@ -72,6 +69,15 @@ class Boundary:
         if text:
             mine["source"] = text
         return [mine] + [{**lib.to_json(), "project": False} for lib in self.library]
+
+
+def where(file: str, line: int) -> str:
+    """`minilib/postprocess.py:8` for a library file: the path from the package on, as an import names it."""
+    parts = os.path.abspath(file).split(os.sep)
+    for marker in _PACKAGE_DIRS:
+        if marker in parts:
+            return "/".join(parts[len(parts) - parts[::-1].index(marker) :]) + f":{line}"
+    return f"{os.path.basename(file)}:{line}"
 
 
 def is_torch(path: str) -> bool:

@@ -20,7 +20,7 @@ from exportlens.findings.context import (
     target_anchor,
 )
 from exportlens.findings.placement import Frame
-from exportlens.model import ERROR, HINT, Diagnostic, Related
+from exportlens.model import ERROR, HINT, Diagnostic, Range, Related
 from exportlens.protocol import (
     Change,
     CodeLocation,
@@ -28,6 +28,7 @@ from exportlens.protocol import (
     FrameInfo,
     GraphBreakData,
     GraphBreakFinding,
+    LibraryFacts,
     RecompileData,
     RecompileFinding,
     RecompileLimitFinding,
@@ -48,12 +49,16 @@ _KIND_BY_TITLE = {
 _KIND_BY_ID = {"gb0170": BRANCH, "gb0124": ITEM, "gb0059": BUILTIN, "gb4198": DEEPCOPY, "gb0179": DEEPCOPY}
 _CALLEE = {ITEM: "item", DEEPCOPY: "deepcopy"}  # where dynamo gives no columns (torch ≤ 2.12)
 
-_SIZE_GUARD = re.compile(
-    r"tensor '(?P<name>[^']+)' size mismatch at index (?P<dim>\d+)\. "
-    r"expected (?P<expected>\d+), actual (?P<actual>\d+)"
-)
-
-_VALUE_GUARD = re.compile(r"^(?:L\[')?(?P<name>[A-Za-z_]\w*)(?:'\])? == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?)$")
+# The guard failures dynamo logs (docs/torch-facts.md §2.3); names as `x`, `L['x']` or `G['model'].config`.
+_TENSOR = r"tensor '(?P<name>[^']+)' "
+_SIZE_GUARD = re.compile(_TENSOR + r"size mismatch at index (?P<dim>\d+)\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
+_RANK_GUARD = re.compile(_TENSOR + r"rank mismatch\. expected (?P<expected>\d+), actual (?P<actual>\d+)")
+_DTYPE_GUARD = re.compile(_TENSOR + r"dtype mismatch\. expected (?P<expected>\w+), actual (?P<actual>\w+)")
+_GRAD_GUARD = re.compile(_TENSOR + r"requires_grad mismatch\. expected requires_grad=(?P<expected>\d)")
+_VALUE_GUARD = re.compile(r"^(?P<name>[A-Za-z_][\w\[\]'.]*) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^']*'|\"[^\"]*\")$")
+_TYPE_GUARD = re.compile(r"^___check_type_id\((?P<name>[^,]+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?")
+_ATTR_GUARD = re.compile(r"^(?P<negated>not )?___dict_contains\('(?P<attr>\w+)', (?P<owner>.+)\.__dict__\)$")
+_SCOPE = re.compile(r"\b[LG]\['(?P<name>[^']+)'\]")
 
 _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
 
@@ -258,32 +263,148 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
     return diag
 
 
+def spelled(name: str) -> str:
+    """A guard's name as the code spells it: `L['x']` is the local `x`, `G['model'].config` the global's attribute."""
+    return _SCOPE.sub(lambda m: m["name"], name.strip())
+
+
 def what_changed(guard: str) -> Change:
-    """A failed guard in plain words: a tensor dimension, a Python number, or torch's text."""
-    m = _SIZE_GUARD.search(guard)
+    """A failed guard in plain words: a tensor's size, rank, dtype or requires_grad, a Python value, a type, an attribute."""
+    text = guard.split("  # ", 1)[0].strip()
+    m = _SIZE_GUARD.search(text)
     if m:
+        name = spelled(m["name"])
         return {
             "kind": "size",
-            "name": m["name"],
+            "name": name,
             "dim": int(m["dim"]),
             "expected": int(m["expected"]),
             "actual": int(m["actual"]),
-            "text": f"the size of dimension {m['dim']} of `{m['name']}` changed ({m['expected']} → {m['actual']})",
-            "keeps": f"the size of dimension {m['dim']} of `{m['name']}`",
+            "text": f"the size of dimension {m['dim']} of `{name}` changed ({m['expected']} → {m['actual']})",
+            "keeps": f"the size of dimension {m['dim']} of `{name}`",
         }
-    m = _VALUE_GUARD.match(guard.strip())
+    m = _RANK_GUARD.search(text)
     if m:
+        name = spelled(m["name"])
+        return {
+            "kind": "rank",
+            "name": name,
+            "expected": int(m["expected"]),
+            "actual": int(m["actual"]),
+            "text": f"the number of dimensions of `{name}` changed ({m['expected']} → {m['actual']})",
+            "keeps": f"the number of dimensions of `{name}`",
+        }
+    m = _DTYPE_GUARD.search(text)
+    if m:
+        name = spelled(m["name"])
+        return {
+            "kind": "dtype",
+            "name": name,
+            "value": m["expected"],
+            "text": f"the dtype of `{name}` changed ({m['expected']} → {m['actual']})",
+            "keeps": f"the dtype of `{name}`",
+        }
+    m = _GRAD_GUARD.search(text)
+    if m:
+        name = spelled(m["name"])
+        was = "without" if m["expected"] == "0" else "with"
+        return {
+            "kind": "requires_grad",
+            "name": name,
+            "text": f"`{name}.requires_grad` changed (the code was compiled for a tensor {was} requires_grad)",
+            "keeps": f"`{name}.requires_grad`",
+        }
+    m = _VALUE_GUARD.match(text)
+    if m:
+        name = spelled(m["name"])
+        number = m["value"] not in ("True", "False", "None") and not m["value"].startswith(("'", '"'))
         return {
             "kind": "value",
-            "name": m["name"],
+            "name": name,
             "value": m["value"],
-            "text": f"the Python number `{m['name']}` changed (the code was compiled for {m['value']})",
-            "keeps": f"the value of the Python number `{m['name']}`",
+            "text": f"the Python {'number' if number else 'value'} `{name}` changed (the code was compiled for {m['value']})",
+            "keeps": f"the value of `{name}`",
         }
-    return {"kind": "other", "text": f"the guard `{guard}` failed", "keeps": f"what the guard `{guard}` checks"}
+    m = _TYPE_GUARD.match(text)
+    if m:
+        name = spelled(m["name"])
+        was = f" (the code was compiled for {m['type']})" if m["type"] else ""
+        return {"kind": "type", "name": name, "text": f"the type of `{name}` changed{was}", "keeps": f"the type of `{name}`"}
+    m = _ATTR_GUARD.match(text)
+    if m:
+        name = f"{spelled(m['owner'])}.{m['attr']}"
+        how = "was set after the code was compiled without it" if m["negated"] else "was removed after the code was compiled with it"
+        return {"kind": "attribute", "name": name, "text": f"`{name}` {how}", "keeps": f"whether `{name}` exists"}
+    return {"kind": "other", "text": f"the guard `{text}` failed", "keeps": f"what the guard `{text}` checks"}
+
+
+def _resumed_name(finding: RecompileFinding | RecompileLimitFinding, fn: str) -> tuple[str, str]:
+    """(plain name, how to say it): a resume function is named by the function it continues."""
+    resumes = finding.get("resumes")
+    if resumes:
+        part = f"the part after its graph break at line {resumes['line']}, which dynamo compiles as a function of its own"
+        return resumes["name"], f"`{resumes['name']}` ({part})"
+    return fn, f"`{fn}`"
+
+
+def _guard_frames(recs: list[RecompileFinding]) -> list[FrameInfo]:
+    """The user stack torch printed under a failed guard (the newest entry first), if any."""
+    for rec in recs:
+        for failure in rec.get("failures") or []:
+            if failure.get("frames"):
+                return failure["frames"]
+    return []
+
+
+def _recompiled_library_frame(ctx: Context, code: CodeLocation, name: str) -> boundary.LibraryFrame:
+    """The recompiled library function (its `def`, or the line a resume function continues from)."""
+    file, line = str(code.get("file")), int(code.get("line") or 1)
+    src = ctx.source(file)
+    loc = src.line(line).strip() if src is not None else ""
+    return boundary.LibraryFrame(file, line, name, name, loc or None, boundary.package_of(file))
+
+
+def _recompile_place(
+    ctx: Context, event: TargetEvent, code: CodeLocation, fn: str, recs: list[RecompileFinding], triggered: RecompileFinding | RecompileLimitFinding | None
+) -> tuple[str, Range, list[Related], LibraryFacts | None, str]:
+    """Where a recompile goes, from the most specific source torch offers: the failed guard's user
+    stack, then (for a library function) the live stack of the call that recompiled it, then the
+    function's `def`, then the compile call. Returns (file, range, related, library facts, placed)."""
+    guard_frames = _guard_frames(recs)
+    call_stack = triggered.get("call_stack", []) if triggered else []
+    resumes = triggered.get("resumes") if triggered else None
+    user_code = is_user(ctx, code.get("file"))
+    found = boundary.locate([("guard", guard_frames)], ctx.root)
+    if found is None and not user_code:
+        found = boundary.locate([("live", call_stack)], ctx.root)
+        if found is not None:  # the recompiled function is the library line; it is not live yet when torch logs
+            inside = _recompiled_library_frame(ctx, code, fn)
+            found.library = [lib for lib in found.library if (lib.file, lib.line) != (inside.file, inside.line)] + [inside]
+            found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
+    if found is not None and found.inside is not None:
+        rng, related, facts = library_place(ctx, found, "the recompiled function" if found.source == "live" else "the guarded value is used here")
+        return found.frame.file, rng, related, facts, found.source
+    if found is not None:
+        src = ctx.source(found.frame.file)
+        assert src is not None
+        name = spelled(what_changed(_first_guard(recs)).get("name", "")).split(".")[0]
+        rng = placement.name_range(src, found.frame.line, name) or placement.statement_range(src, found.frame.line)
+        return found.frame.file, rng, [], None, "guard"
+    if user_code and resumes:
+        src = ctx.source(code["file"])
+        assert src is not None
+        return code["file"], placement.statement_range(src, int(code.get("line") or 1)), [], None, "resume"
+    anchor = def_anchor(ctx, code) or def_anchor(ctx, event.get("definition")) or target_anchor(ctx)
+    return anchor[0], anchor[1], [], None, "definition"
+
+
+def _first_guard(recs: list[RecompileFinding]) -> str:
+    failure = recs[0]["failures"][0] if recs and recs[0].get("failures") else None
+    return str((failure.get("guard") or failure.get("reason") or "") if failure else "")
 
 
 def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | RecompileLimitFinding]) -> Diagnostic:
+    """One recompiled function (or dynamo's resume function of one): how often, what changed, where."""
     recs: list[RecompileFinding] = []
     limit: RecompileLimitFinding | None = None
     for f in group:
@@ -292,20 +413,27 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
         elif limit is None:
             limit = f
     code: CodeLocation = group[0]["code"]
-    fn = str(code.get("name") or _compiled_name(event))
-    failure = recs[0]["failures"][0] if recs and recs[0].get("failures") else None
-    first_frames: list[FrameInfo] = failure.get("frames", []) if failure else []
-    guard = str((failure.get("guard") or failure.get("reason") or "") if failure else (limit.get("reason", "") if limit else ""))
+    raw_name = str(code.get("name") or _compiled_name(event))
+    triggered: RecompileFinding | RecompileLimitFinding | None = recs[0] if recs else limit
+    fn, said = _resumed_name(group[0], raw_name)
+    guard = _first_guard(recs) if recs else ""
     if limit is not None and not recs:
         guard = re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or ""))
     change = what_changed(guard)
-    anchor = def_anchor(ctx, code) or def_anchor(ctx, event.get("definition")) or target_anchor(ctx)
+    file, rng, placed_related, facts, placed = _recompile_place(ctx, event, code, fn, recs, triggered)
     count = len(recs)
+    where = ""
+    if facts is not None and placed == "live":
+        frame = facts.get("library_frame") or {}
+        where = f", inside the library {facts.get('library')} ({boundary.where(str(frame.get('file')), int(frame.get('line') or 0))}),"
     message = (
-        (f"torch.compile recompiled `{fn}` {count} time{'s' if count != 1 else ''}: on the first, {change['text']}.")
+        (f"torch.compile recompiled {said}{where} {count} time{'s' if count != 1 else ''}: on the first, {change['text']}.")
         if count
-        else f"torch.compile stopped compiling `{fn}`."
+        else f"torch.compile stopped compiling {said}{where}."
     )
+    if facts is not None and placed == "guard":
+        frame = facts.get("library_frame") or {}
+        message += f" The guard is on the library's code ({facts.get('library')}, `{boundary.shorten(str(frame.get('source') or ''), 80)}`)."
     if limit is not None:
         last = what_changed(re.sub(r"^\d+/\d+: ", "", str(limit.get("reason") or "")))
         message += (
@@ -314,45 +442,63 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
         )
     options = event.get("compile_options") or {}
     fixes: list[FixChoice] = []
+    in_library = facts is not None and placed == "live"
     if change["kind"] == "size":
         if options.get("dynamic") is False:
             fixes.append({"fix": "drop_dynamic_false", "compile_call": {"file": ctx.target_file, "line": ctx.target_line}})
             message += " The function is compiled with dynamic=False, so every new size compiles again: drop dynamic=False"
             message += f" or mark dimension {change['dim']} of `{change['name']}` dynamic."
+        elif in_library:
+            message += " Mark that dimension of the tensor you pass in dynamic (torch._dynamo.mark_dynamic) to compile it once."
         else:
             message += f" Mark dimension {change['dim']} of `{change['name']}` dynamic to compile it once."
-        fixes.append({"fix": "mark_dynamic", "input": change["name"], "dim": change["dim"]})
-    elif change["kind"] == "value":
-        fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
-        message += f" Pass `{change['name']}` as a tensor so a new value does not compile again."
-    related: list[Related] = []
-    triggered: RecompileFinding | RecompileLimitFinding | None = recs[0] if recs else limit
+        if not in_library:
+            fixes.append({"fix": "mark_dynamic", "input": change["name"], "dim": change["dim"]})
+    elif change["kind"] == "value" and not in_library:
+        if not change["value"].startswith(("'", '"')) and change["value"] not in ("True", "False", "None"):
+            fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
+            message += f" Pass `{change['name']}` as a tensor so a new value does not compile again."
+    elif change["kind"] == "rank":
+        message += " torch.compile compiles once per number of dimensions: pass tensors of the same rank on every call (for example, always a batch)."
+    if facts is not None:
+        message += f" {boundary.NO_EDIT}"
+    related: list[Related] = list(placed_related)
     sites = placement.user_frames(triggered.get("call_stack", []) if triggered else [], ctx.root)
     if sites:
         site = sites[-1]
-        related.append(Related(site.file, frame_range(ctx, site), "this call triggered the recompile"))
-    for fr in placement.user_frames(first_frames, ctx.root)[-1:]:
-        src = ctx.source(fr.file)
-        if src is not None:
-            related.append(Related(fr.file, placement.statement_range(src, fr.line), "the guarded value is used here"))
+        site_rng = frame_range(ctx, site)
+        if (site.file, site_rng.start.line) != (file, rng.start.line):
+            related.append(Related(site.file, site_rng, "this call triggered the recompile"))
+    if placed in ("definition", "resume"):
+        for fr in placement.user_frames(_guard_frames(recs), ctx.root)[-1:]:
+            src = ctx.source(fr.file)
+            if src is not None:
+                related.append(Related(fr.file, placement.statement_range(src, fr.line), "the guarded value is used here"))
     related += site_related(ctx, "compiled here with torch.compile")
-    data: RecompileData = {
-        "kind": "recompile",
-        "function": fn,
-        "code": code,
-        "recompiles": count,
-        "guard": guard,
-        "change": change,
-        "reasons": [r.get("reason") for r in recs],
-        "limit_hit": limit is not None,
-        "limit": limit.get("limit") if limit else None,
-        "url": codes.RECOMPILATION_URL,
-        "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
-        "compile_options": options,
-        "fix": fixes[0]["fix"] if fixes else None,
-        "fixes": fixes,
-    }
-    diag = new_diagnostic(ctx, anchor[0], anchor[1], "recompile", message, related=related, data=data)
+    data = cast(
+        RecompileData,
+        {
+            "kind": "recompile",
+            "function": fn,
+            "code": code,
+            "recompiles": count,
+            "guard": guard,
+            "change": change,
+            "reasons": [r.get("reason") for r in recs],
+            "limit_hit": limit is not None,
+            "limit": limit.get("limit") if limit else None,
+            "url": codes.RECOMPILATION_URL,
+            "compile_call": {"file": ctx.target_file, "line": ctx.target_line},
+            "compile_options": options,
+            "fix": fixes[0]["fix"] if fixes else None,
+            "fixes": fixes,
+            "placed": placed,
+            **(facts or {}),
+        },
+    )
+    if group[0].get("resumes"):
+        data["resumes"] = group[0]["resumes"]
+    diag = new_diagnostic(ctx, file, rng, "recompile", message, related=related, data=data)
     if change["kind"] == "size" and count == 1 and limit is None and options.get("dynamic") is not False:
         # automatic dynamic shapes: one recompile, then the size is dynamic. Expected, so a hint.
         diag.severity = HINT

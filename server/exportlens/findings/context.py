@@ -122,8 +122,8 @@ def frame_name(frame: Frame) -> str:
     return "module" if frame.name in ("", "<module>") else frame.name
 
 
-def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Related], LibraryFacts]:
-    """Range on the project's call into the library, the library line as related, the chain as data."""
+def library_place(ctx: Context, b: boundary.Boundary, what: str = "it happens here") -> tuple[Range, list[Related], LibraryFacts]:
+    """Range on the project's call into the library, the library line as related (saying `what` it is), the chain as data."""
     lib = b.inside
     assert lib is not None
     src = ctx.source(b.frame.file)
@@ -137,7 +137,7 @@ def library_place(ctx: Context, b: boundary.Boundary) -> tuple[Range, list[Relat
             rng = placement.frame_range(src, b.frame)
         else:
             rng = placement.call_range(src, b.frame.line, b.library[0].name)
-    related = [boundary.library_related(ctx.source(lib.file), lib)]
+    related = [boundary.library_related(ctx.source(lib.file), lib, what)]
     if len(b.library) > 1:
         entry = b.library[0]
         related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))

@@ -119,6 +119,17 @@ def named_call_range(src: Source, line: int, callee: str) -> Range | None:
     return src.node_range(node) if node is not None else None
 
 
+def name_range(src: Source, line: int, name: str) -> Range | None:
+    """The first use of the plain name `name` on `line` (a guarded variable), or None."""
+    tree = src.tree
+    stmt = statement_at(tree, line) if tree is not None else None
+    if stmt is None or not name:
+        return None
+    found = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == name and n.lineno == line]
+    node = min(found, key=lambda n: n.col_offset) if found else None
+    return src.node_range(node) if node is not None else None
+
+
 def call_range(src: Source, line: int, callee: str) -> Range:
     """The call of `callee` (an op or function name) on `line`, else the statement's expression."""
     tree = src.tree

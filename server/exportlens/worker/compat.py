@@ -121,6 +121,36 @@ def float_item_bug(exc: BaseException) -> str | None:
     return None
 
 
+def graph_break_stack(frame: Any, extract_stack: Callable[[], Any], depth: int = 24) -> list[Any] | None:
+    """Dynamo's own user stack of the graph break being logged, before its log text collapses it.
+
+    Needed by every torch from 2.8 to 2.14: `log_graph_break` joins consecutive frames of the same
+    name (`collapse_resume_frames`, meant for resume functions), so a `forward` that calls a library
+    module's `forward` loses the project's line from the logged traceback (docs/torch-facts.md §2.4).
+    The uncollapsed stack is the `real_stack` of the exception being logged: a local of
+    `log_graph_break` from 2.9 on, of its caller in 2.8 (which passes it as `user_stack`, a local that
+    is collapsed by the time the record is logged); without one, `TracingContext.extract_stack()`, as
+    `log_graph_break` itself falls back to. `frame` is the logging call's frame; None when no
+    `log_graph_break` frame is on the stack (the record came from elsewhere).
+    """
+    cur = frame
+    for _ in range(depth):
+        if cur is None or cur.f_code.co_name == "log_graph_break":
+            break
+        cur = cur.f_back
+    if cur is None or cur.f_code.co_name != "log_graph_break":
+        return None
+    for owner in (cur, cur.f_back):
+        for value in owner.f_locals.values() if owner is not None else ():
+            stack = getattr(value, "real_stack", None) if isinstance(value, BaseException) else None
+            if isinstance(stack, list):
+                return list(stack)
+    try:
+        return list(extract_stack())
+    except Exception:
+        return None
+
+
 def probe(torch: Any) -> dict[str, Any]:
     """What the worker found in this torch, for the `ready` event (the server and logs read it)."""
     draft = draft_export(getattr(torch, "export", None))

@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any
 
-from exportlens.worker.frames import outside, parse_traceback
+from exportlens.worker.frames import outside, parse_traceback, resumed
 
 _KEEP_FAILURES = 3  # each recompile lists every older cache entry again; the newest say it all
 
@@ -104,7 +104,7 @@ def parse_recompile(message: str) -> dict[str, Any] | None:
             extra.append(re.sub(r"^\s*-", "", ln))
     if failures:
         failures[-1]["frames"] = parse_traceback(extra)
-    return {
+    out = {
         "type": "recompile",
         "function": head["name"],
         "code": {"file": os.path.abspath(head["file"]), "line": int(head["line"]), "name": head["name"]},
@@ -112,6 +112,10 @@ def parse_recompile(message: str) -> dict[str, Any] | None:
         "failed_entries": len(failures),
         "reason": failures[0]["reason"] if failures else "",
     }
+    resumes = resumed(head["name"])
+    if resumes is not None:
+        out["resumes"] = resumes
+    return out
 
 
 def parse_limit(message: str) -> dict[str, Any] | None:
@@ -121,7 +125,7 @@ def parse_limit(message: str) -> dict[str, Any] | None:
     if not head or not fn:
         return None
     last = _LIMIT_REASON.search(message)
-    return {
+    out = {
         "type": "recompile-limit",
         "limit": int(head["limit"]),
         "config": head["which"],
@@ -130,3 +134,7 @@ def parse_limit(message: str) -> dict[str, Any] | None:
         "reason": last["text"].strip() if last else "",
         "compile_id": last["id"] if last and last["id"] else None,
     }
+    resumes = resumed(fn["name"])
+    if resumes is not None:
+        out["resumes"] = resumes
+    return out

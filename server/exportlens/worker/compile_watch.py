@@ -24,8 +24,9 @@ from typing import Any
 
 import torch
 
+from exportlens.worker import compat
 from exportlens.worker.compile_log import GB_URL, parse_graph_break, parse_limit, parse_recompile
-from exportlens.worker.frames import call_site, definition, live_stack, parse_traceback
+from exportlens.worker.frames import call_site, definition, live_stack, outside, parse_traceback, summary_json
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -201,6 +202,9 @@ class Watch:
             found = parse_graph_break(record.getMessage())
             if found is None:
                 return
+            frames = dynamo_user_stack(sys._getframe(1))
+            if frames:  # the whole stack, where the logged traceback collapsed it or left it out (a duplicate)
+                found["frames"] = frames
             target = self.current(found["at"])
             if found["duplicate"] and any(f.get("type") == "graph-break" and f["at"] == found["at"] and f["title"] == found["title"] for f in target.findings):
                 return
@@ -280,6 +284,20 @@ class Watch:
                 if filename and os.path.abspath(filename) == d.get("file") and m.co_firstlineno == d.get("line"):
                     count += 1
             target.options["compiles"] = count
+
+
+def dynamo_user_stack(frame: Any) -> list[dict[str, Any]] | None:
+    """The graph break's user stack, outermost first: the live frames above dynamo, then the frames
+    dynamo was tracing (docs/torch-facts.md §2.4); None when torch does not offer it."""
+    from torch._guards import TracingContext
+
+    traced = compat.graph_break_stack(frame, TracingContext.extract_stack)
+    if not traced:
+        return None
+    above, inside = live_stack(frame), [fr for fr in (summary_json(s) for s in traced) if outside(fr["file"])]
+    if above and inside and (above[-1]["file"], above[-1]["name"]) == (inside[0]["file"], inside[0]["name"]):
+        above.pop()  # the function calls its own resume function, which dynamo is tracing: one frame
+    return above + inside
 
 
 def _backend_name(backend: Any) -> str:

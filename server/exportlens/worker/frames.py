@@ -7,6 +7,7 @@ standard library.
 
 from __future__ import annotations
 
+import ast
 import linecache
 import logging
 import os
@@ -24,6 +25,7 @@ _OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 _LOGGING_DIR = os.path.join(os.path.dirname(os.path.abspath(logging.__file__)), "")
 _WARNINGS_FILE = os.path.abspath(warnings.__file__)
 
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>\w+?)_at_(?P<line>\d+)$")
 _TB_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+?)\s*$')
 
 
@@ -33,10 +35,22 @@ def outside(path: str) -> bool:
     return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(_OWN_DIR) or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
 
 
+def resumed(name: str) -> dict[str, Any] | None:
+    """The function a dynamo resume function continues (`torch_dynamo_resume_in_post_at_17`: `post`
+    after its graph break at line 17), else None (docs/torch-facts.md §2.3)."""
+    m = _RESUME.match(name or "")
+    if not m:
+        return None
+    inner = resumed(m["name"])  # a resume function of a resume function still continues the same one
+    return {"name": inner["name"] if inner else m["name"], "line": int(m["line"])}
+
+
 def frame_json(frame: FrameType) -> dict[str, Any]:
-    """A live frame as JSON, with the exact columns of its current instruction (3.11+)."""
+    """A live frame as JSON, with the exact columns of its current instruction (3.11+); a resume
+    function's frame is named by the function it continues."""
     code = frame.f_code
-    out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": code.co_name}
+    resumes = resumed(code.co_name)
+    out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": resumes["name"] if resumes else code.co_name}
     if stacks.where(code.co_filename) == "stdlib":
         out["where"] = "stdlib"  # not a library the user imported: the boundary logic skips it
     out.update(stacks.call_columns(frame))
@@ -44,14 +58,47 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
 
 
 def live_stack(start: FrameType | None) -> list[dict[str, Any]]:
-    """The frames above `start` that are not torch or ExportLens, outermost first."""
-    frames = []
+    """The frames above `start` that are not torch or ExportLens, outermost first. A function that
+    called its own resume function (after a graph break) is one frame: the resume function's line."""
+    frames: list[dict[str, Any]] = []
+    inner_resumes = False  # the frame kept last (the next one in) is a resume function
     frame = start
     while frame is not None:
         if outside(frame.f_code.co_filename):
-            frames.append(frame_json(frame))
+            fr = frame_json(frame)
+            if not (inner_resumes and frames and _same_function(fr, frames[-1])):  # else it only calls its resume function
+                frames.append(fr)
+                inner_resumes = resumed(frame.f_code.co_name) is not None
         frame = frame.f_back
     return list(reversed(frames))
+
+
+def _same_function(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a["file"] == b["file"] and a["name"] == b["name"]
+
+
+def summary_json(summary: Any) -> dict[str, Any]:
+    """A `traceback.FrameSummary` dynamo kept (file, line, name, and its columns when they are one expression on that line)."""
+    file = str(summary.filename)
+    full = os.path.abspath(file) if not file.startswith("<") else file
+    qualname = str(summary.name)
+    name = qualname.rsplit(".", 1)[-1]
+    resumes = resumed(name)
+    out: dict[str, Any] = {"file": full, "line": int(summary.lineno or 0), "name": resumes["name"] if resumes else name, "qualname": qualname}
+    if stacks.where(file) == "stdlib":
+        out["where"] = "stdlib"
+    source = linecache.getline(file, out["line"]).rstrip("\r\n")
+    if source.strip():
+        out["loc"] = source.strip()
+    col, end_col = getattr(summary, "colno", None), getattr(summary, "end_colno", None)
+    raw = source.encode()
+    if isinstance(col, int) and isinstance(end_col, int) and 0 <= col < end_col <= len(raw):
+        try:  # dynamo gives no end line: the columns count only when they span one expression of this line
+            ast.parse(raw[col:end_col].decode(), mode="eval")
+            out.update({"end_line": out["line"], "col": col, "end_col": end_col})
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            pass
+    return out
 
 
 def _caret_columns(file: str, line: int, caret: str) -> tuple[int, int] | None:
