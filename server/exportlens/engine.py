@@ -129,11 +129,11 @@ _ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-ti
 
 
 def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
-    """One finding per user line and code; occurrences add up."""
-    merged: dict[tuple[str, int, str, str, str, int], Diagnostic] = {}
+    """One finding per user line, code and site; occurrences add up."""
+    merged: dict[tuple[str, int, str, str, str, int, str], Diagnostic] = {}
     for d in diags:
         distinct = d.message if d.code in _ONE_PER_MESSAGE else ""
-        key = (d.file, d.range.start.line, d.code, distinct, *_library_line(d))  # two library lines stay two
+        key = (d.file, d.range.start.line, d.code, distinct, *_site(d))  # two library lines (or paths, or warnings) stay two
         first = merged.get(key)
         if first is None:
             merged[key] = d
@@ -144,12 +144,16 @@ def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
         for rel in d.related:
             if rel not in first.related:
                 first.related.append(rel)
-    return sorted(merged.values(), key=lambda d: (d.file, d.range.start, d.code, *_library_line(d)))
+    return sorted(merged.values(), key=lambda d: (d.file, d.range.start, d.code, *_site(d)))
 
 
-def _library_line(d: Diagnostic) -> tuple[str, int]:
+def _site(d: Diagnostic) -> tuple[str, int, str]:
+    """What tells two findings on one line apart: the library line, then the library path to it (two
+    draft-export guards at one library line reached two ways are two failures in torch's report) or the
+    finding's own `site` (a tracer warning's place and text, a recompiled function)."""
     inside = d.data.get("library_frame") or {}
-    return str(inside.get("file") or ""), int(inside.get("line") or 0)
+    path = "|".join(f"{f.get('file')}:{f.get('line')}" for f in d.data.get("library_chain") or [] if not f.get("project"))
+    return str(inside.get("file") or ""), int(inside.get("line") or 0), str(d.data.get("site") or path)
 
 
 class Engine:

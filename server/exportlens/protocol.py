@@ -250,12 +250,23 @@ class CompileOptions(TypedDict, total=False):
 
 
 class TracerWarningFinding(TypedDict):
+    """One distinct tracer warning (file, line, first line of its text) of a trace."""
+
     type: Literal["tracer-warning"]
     message: str
     category: str
     file: str
     line: int
     stack: list[FrameInfo]
+    count: NotRequired[int]  # how often the trace raised it (the check run's repeats not counted)
+
+
+class TraceOverflow(TypedDict):
+    """Warnings past `trace_watch.MAX_SITES` distinct places: only counted."""
+
+    sites: int
+    warnings: int
+    kept: int  # the places kept one by one (`trace_watch.MAX_SITES`)
 
 
 class TraceCheckFinding(TypedDict):
@@ -350,6 +361,7 @@ class TargetEvent(TypedDict):
     compile_error: NotRequired[dict[str, Any]]
     trace_findings: NotRequired[list[TraceFinding]]
     recovered: NotRequired[bool]  # the trace check failed and the trace was redone without it
+    trace_overflow: NotRequired[TraceOverflow]  # tracer warnings past the kept places
     torch_bug: NotRequired[TorchBug]
     draft_crash: NotRequired[DraftCrash]
     plain_exception: NotRequired[ExceptionInfo]  # what plain export raised after draft export crashed
@@ -635,19 +647,25 @@ class RecompileData(LibraryFacts):
     fix: str | None
     fixes: list[FixChoice]
     placed: NotRequired[Literal["guard", "live", "resume", "definition"]]  # which source told the line
+    site: NotRequired[str]  # the recompiled code (`file:line`): two functions on one line stay two findings
     resumes: NotRequired[Resumes]  # a resume function: the function it continues
     occurrences: NotRequired[int]
 
 
-class TracerWarningData(TypedDict):
-    kind: Literal["python-value", "nondeterministic", "output-mismatch", "other"]
+class TracerWarningData(LibraryFacts):
+    """A tracer warning; inside a library (LibraryFacts), placed on the project's call into it."""
+
+    kind: Literal["python-value", "loop", "length", "constant", "nondeterministic", "output-mismatch", "overflow", "other"]
     warning: str | None
     category: str | None
     torch_location: dict[str, Any]
-    placed: Literal["warning", "suffix", "stack", "target"]
+    placed: Literal["warning", "suffix", "stack", "target", "library"]
     url: str
     trace_call: Place
+    count: NotRequired[int]  # how often the trace raised it
+    site: NotRequired[str]  # torch's place and text of the warning: two warnings on one line stay two findings
     test_text: NotRequired[str]
+    library_test_text: NotRequired[str]  # the library's source text the warning is about
     occurrences: NotRequired[int]
     export_call: NotRequired[str | None]  # the torch.export call that replaces this trace (TorchScript is deprecated)
 

@@ -493,6 +493,7 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
             "fix": fixes[0]["fix"] if fixes else None,
             "fixes": fixes,
             "placed": placed,
+            "site": f"{code.get('file')}:{code.get('line')}",
             **(facts or {}),
         },
     )

@@ -138,6 +138,9 @@ def library_place(ctx: Context, b: boundary.Boundary, what: str = "it happens he
         else:
             rng = placement.call_range(src, b.frame.line, b.library[0].name)
     related = [boundary.library_related(ctx.source(lib.file), lib, what)]
+    if len(b.library) > 2:  # the same library line reached two ways is two problems: say which way
+        caller = b.library[-2]
+        related.append(boundary.library_related(ctx.source(caller.file), caller, "reached from here"))
     if len(b.library) > 1:
         entry = b.library[0]
         related.append(boundary.library_related(ctx.source(entry.file), entry, "the library is entered here"))

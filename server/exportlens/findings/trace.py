@@ -5,31 +5,62 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Literal
+from typing import Literal, cast
 
 from exportlens import codes
-from exportlens.findings import placement
-from exportlens.findings.context import Context, frame_range, is_user, new_diagnostic, site_related, target_anchor
+from exportlens.findings import boundary, placement
+from exportlens.findings.context import Context, frame_range, is_user, library_place, new_diagnostic, site_related, target_anchor
 from exportlens.model import Diagnostic, Range
-from exportlens.protocol import TargetEvent, TraceCheckFailedData, TraceCheckFinding, TracerWarningData, TracerWarningFinding
+from exportlens.project import is_user_file
+from exportlens.protocol import TargetEvent, TraceCheckFailedData, TraceCheckFinding, TraceOverflow, TracerWarningData, TracerWarningFinding
+from exportlens.source import Source
 
 _NODE_SUFFIX = re.compile(r"(?:aten|prim)::(?P<op>\w+)\(.*?# (?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
 
 _ANY_SUFFIX = re.compile(r"# (?P<file>\S.*?):(?P<line>\d+):(?P<col>\d+)\s*$")
 
 
+Placed = Literal["warning", "suffix", "stack", "target", "library"]
+
+
 def trace_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
+    """One diagnostic per distinct tracer warning (and failed check); warnings past the kept places in one more."""
     out = []
     for finding in event.get("trace_findings") or []:
         if finding["type"] == "tracer-warning":
             out.append(tracer_warning(ctx, event, finding))
         elif finding["type"] == "trace-check-failed":
             out.append(trace_check_failed(ctx, event, finding))
+    overflow = event.get("trace_overflow")
+    if overflow:
+        out.append(_overflow(ctx, overflow))
     return out
 
 
-def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Range, Literal["warning", "suffix", "stack"]] | None:
-    """Where a TracerWarning belongs: its own line, a `# path:line:col` suffix, or the stack."""
+def _overflow(ctx: Context, overflow: TraceOverflow) -> Diagnostic:
+    """The warnings past the places kept: counted on the trace call, so none is silently dropped."""
+    file, rng = target_anchor(ctx)
+    sites, warnings = overflow["sites"], overflow["warnings"]
+    message = (
+        f"torch.jit.trace warned at {sites} more place{'s' if sites != 1 else ''} ({warnings} warning{'s' if warnings != 1 else ''}) "
+        f"beyond the {overflow['kept']} shown one by one; run the trace with warnings shown to see them all."
+    )
+    data: TracerWarningData = {
+        "kind": "overflow",
+        "warning": None,
+        "category": "TracerWarning",
+        "torch_location": {},
+        "placed": "target",
+        "url": codes.JIT_TRACE_URL,
+        "trace_call": {"file": ctx.target_file, "line": ctx.target_line},
+        "count": warnings,
+    }
+    migrate, data["export_call"] = _migrate(ctx)
+    return new_diagnostic(ctx, file, rng, "tracer-warning", message + migrate, data=data)
+
+
+def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Range, Placed] | None:
+    """Where a TracerWarning in the project belongs: its own line, a `# path:line:col` suffix, or the stack."""
     stack = placement.user_frames(finding.get("stack") or [], ctx.root)
     file, line = finding.get("file"), int(finding.get("line") or 0)
     if is_user(ctx, file) and line:
@@ -39,44 +70,95 @@ def _warning_place(ctx: Context, finding: TracerWarningFinding) -> tuple[str, Ra
         src = ctx.source(str(file))
         assert src is not None
         return str(file), placement.statement_range(src, line), "warning"
-    for text_line in str(finding.get("message") or "").splitlines():
-        m = _NODE_SUFFIX.search(text_line) or _ANY_SUFFIX.search(text_line)
-        if m and is_user(ctx, os.path.abspath(m["file"])):
-            path = os.path.abspath(m["file"])
-            src = ctx.source(path)
-            assert src is not None
-            op = m.groupdict().get("op")
-            rng = placement.call_range(src, int(m["line"]), op) if op else placement.statement_range(src, int(m["line"]))
-            return path, rng, "suffix"
+    suffix = _suffix(finding)
+    if suffix is not None and is_user(ctx, suffix[0]):
+        path, at, op = suffix
+        src = ctx.source(path)
+        assert src is not None
+        rng = placement.call_range(src, at, op) if op else placement.statement_range(src, at)
+        return path, rng, "suffix"
     if stack:
         return stack[-1].file, frame_range(ctx, stack[-1]), "stack"
     return None
 
 
-def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "nondeterministic", "output-mismatch", "other"], str]:
+def _suffix(finding: TracerWarningFinding) -> tuple[str, int, str | None] | None:
+    """The first `# path:line:col` location in the warning's graph text (the check run's warnings), with its op."""
+    for text_line in str(finding.get("message") or "").splitlines():
+        m = _NODE_SUFFIX.search(text_line) or _ANY_SUFFIX.search(text_line)
+        if m:
+            return os.path.abspath(m["file"]), int(m["line"]), m.groupdict().get("op")
+    return None
+
+
+def _library_warning(ctx: Context, finding: TracerWarningFinding) -> boundary.Boundary | None:
+    """A warning raised in a library (or a check warning whose node comes from one): the boundary, the library line inside."""
+    file = str(finding.get("file") or "")
+    found = boundary.locate([("live", finding.get("stack"))], ctx.root)
+    if found is None or is_user(ctx, file):
+        return None
+    found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]  # the trace call itself
+    if found.inside is not None and (found.inside.file, found.inside.line) == (os.path.abspath(file), int(finding.get("line") or 0)):
+        return found
+    suffix = _suffix(finding)
+    if suffix is not None and not is_user_file(suffix[0], ctx.root) and not boundary.is_torch(suffix[0]):
+        lib_src = ctx.source(suffix[0])
+        loc = lib_src.line(suffix[1]).strip() if lib_src is not None else None
+        found.library = [boundary.LibraryFrame(suffix[0], suffix[1], "", "", loc or None, boundary.package_of(suffix[0]))]
+        return found
+    return found if found.inside is not None else None
+
+
+_KINDS: list[tuple[re.Pattern[str], Literal["python-value", "loop", "length", "constant", "nondeterministic", "output-mismatch"]]] = [
+    (re.compile(r"Converting a tensor to a Python (\w+)"), "python-value"),
+    (re.compile(r"Iterating over a tensor"), "loop"),
+    (re.compile(r"Using len to get tensor shape"), "length"),
+    (re.compile(r"torch\.tensor results are registered as constants"), "constant"),
+    (re.compile(r"Trace had nondeterministic nodes"), "nondeterministic"),
+    (re.compile(r"Output nr (\d+)\. of the traced function does not match"), "output-mismatch"),
+]
+
+
+def _warning_text(message: str, code: str) -> tuple[Literal["python-value", "loop", "length", "constant", "nondeterministic", "output-mismatch", "other"], str]:
     """(kind, plain words) for the TracerWarnings torch 2.13 emits."""
     first = message.split("\n", 1)[0]
-    m = re.match(r"Converting a tensor to a Python (\w+)", first)
-    if m:
-        what = m.group(1)
-        subject = f"`{code}`" if code else "this value"
-        return "python-value", (
-            f"torch.jit.trace turns {subject} into a Python {what}, so the trace records the value the example "
-            f"input gave as a constant: it will not follow other inputs. Keep it a tensor operation "
-            f"(for a branch: torch.where or torch.cond), or use torch.export."
-        )
-    if first.startswith("Trace had nondeterministic nodes"):
-        nodes = [ln.strip() for ln in message.splitlines()[1:] if "::" in ln]
-        op = re.search(r"(?:aten|prim)::(\w+)", nodes[0]).group(1) if nodes and re.search(r"::(\w+)", nodes[0]) else "random"  # type: ignore[union-attr]
-        return "nondeterministic", (
-            f"The traced code calls `{op}`, which gives different values on every run, so torch.jit.trace's "
-            f"check cannot compare the trace with the Python function. Pass the random values in as inputs, "
-            f"call .eval() on the model if this is dropout, or trace with check_trace=False."
-        )
-    m = re.match(r"Output nr (\d+)\. of the traced function does not match", first)
-    if m:
+    subject = f"`{code}`" if code else "this value"
+    for pattern, kind in _KINDS:
+        m = pattern.match(first)
+        if not m:
+            continue
+        if kind == "python-value":
+            return kind, (
+                f"torch.jit.trace turns {subject} into a Python {m.group(1)}, so the trace records the value the example "
+                f"input gave as a constant: it will not follow other inputs. Keep it a tensor operation "
+                f"(for a branch: torch.where or torch.cond), or use torch.export."
+            )
+        if kind == "loop":
+            return kind, (
+                f"torch.jit.trace unrolls the loop over {subject} for the example input's length: an input of another "
+                f"length still runs that many iterations. Use a tensor operation over the whole tensor, or torch.export."
+            )
+        if kind == "length":
+            return kind, (
+                f"torch.jit.trace records `len(...)` in {subject} as the example input's length, a constant: other "
+                f"lengths get the wrong value. Use `tensor.shape[0]`, which the trace follows."
+            )
+        if kind == "constant":
+            return kind, (
+                f"torch.jit.trace records the `torch.tensor(...)` in {subject} as a constant: right for fixed values, "
+                f"wrong when it is built from values that depend on the input."
+            )
+        if kind == "nondeterministic":
+            nodes = [ln.strip() for ln in message.splitlines()[1:] if "::" in ln]
+            op_match = re.search(r"(?:aten|prim)::(\w+)", nodes[0]) if nodes else None
+            op = op_match.group(1) if op_match else "random"
+            return kind, (
+                f"The traced code calls `{op}`, which gives different values on every run, so torch.jit.trace's "
+                f"check cannot compare the trace with the Python function. Pass the random values in as inputs, "
+                f"call .eval() on the model if this is dropout, or trace with check_trace=False."
+            )
         detail = [ln.strip() for ln in message.splitlines()[1:] if ln.strip().startswith(("Mismatched", "Greatest"))]
-        return "output-mismatch", (
+        return kind, (
             f"Output {m.group(1)} of the traced function differs from what the Python function returns on the "
             f"same input, so the trace does not reproduce this code" + (f" ({'; '.join(detail[:2])})" if detail else "") + "."
         )
@@ -139,9 +221,33 @@ def _migrate(ctx: Context) -> tuple[str, str | None]:
     return f" TorchScript (torch.jit.trace) is deprecated: migrate to torch.export: `{shown}`.", code
 
 
+def kind_of(message: str) -> str:
+    first = message.split("\n", 1)[0]
+    return next((kind for pattern, kind in _KINDS if pattern.match(first)), "other")
+
+
+def _library_subject(src: Source, lib: boundary.LibraryFrame, kind: str) -> Range:
+    """The library's expression a warning is about: the loop's iterable, a branch's test, else Python's columns."""
+    stmt = placement.statement_at(src.tree, lib.line) if src.tree is not None else None
+    if kind == "loop" and isinstance(stmt, (ast.For, ast.AsyncFor)) and stmt.lineno == lib.line:
+        return src.node_range(stmt.iter)
+    if lib.col is None and isinstance(stmt, (ast.If, ast.While)) and stmt.lineno == lib.line:
+        return src.node_range(stmt.test)
+    return boundary.library_range(src, lib)
+
+
+def _times(count: int) -> str:
+    return f" torch.jit.trace warned here {count} times (a loop, or a line reached again)." if count > 1 else ""
+
+
 def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFinding) -> Diagnostic:
+    """One distinct tracer warning: on its own line in the project, or on the project's call into the library that raised it."""
+    count = int(finding.get("count") or 1)
+    lib_b = _library_warning(ctx, finding)
+    if lib_b is not None:
+        return _library_tracer_warning(ctx, finding, lib_b, count)
     placed = _warning_place(ctx, finding)
-    how: Literal["warning", "suffix", "stack", "target"]
+    how: Placed
     if placed is None:
         file, rng = target_anchor(ctx)
         how = "target"
@@ -153,19 +259,55 @@ def tracer_warning(ctx: Context, event: TargetEvent, finding: TracerWarningFindi
     code = src.text_of(rng) if src is not None and rng.start.line == rng.end.line and how in ("warning", "suffix") and not on_call else ""
     kind, message = _warning_text(str(finding.get("message") or ""), code)
     related = [] if on_call else site_related(ctx, "traced here with torch.jit.trace")
-    data: TracerWarningData = {
-        "kind": kind,
-        "warning": finding.get("message"),
-        "category": finding.get("category"),
-        "torch_location": {"file": finding.get("file"), "line": finding.get("line")},
-        "placed": how,
-        "url": codes.JIT_TRACE_URL,
-        "trace_call": {"file": ctx.target_file, "line": ctx.target_line},
-    }
+    data = _warning_data(ctx, finding, kind, how, count)
     if kind == "python-value" and code:
         data["test_text"] = code
     migrate, data["export_call"] = _migrate(ctx)
-    return new_diagnostic(ctx, file, rng, "tracer-warning", message + migrate, related=related, data=data)
+    return new_diagnostic(ctx, file, rng, "tracer-warning", message + _times(count) + migrate, related=related, data=data)
+
+
+def _warning_data(ctx: Context, finding: TracerWarningFinding, kind: str, how: Placed, count: int) -> TracerWarningData:
+    return cast(
+        TracerWarningData,
+        {
+            "kind": kind,
+            "warning": finding.get("message"),
+            "category": finding.get("category"),
+            "torch_location": {"file": finding.get("file"), "line": finding.get("line")},
+            "placed": how,
+            "url": codes.JIT_TRACE_URL,
+            "trace_call": {"file": ctx.target_file, "line": ctx.target_line},
+            "count": count,
+            "site": f"{finding.get('file')}:{finding.get('line')}:{str(finding.get('message') or '').split(chr(10), 1)[0]}",
+        },
+    )
+
+
+def _library_tracer_warning(ctx: Context, finding: TracerWarningFinding, b: boundary.Boundary, count: int) -> Diagnostic:
+    """A tracer warning raised in a library: on the project's call into it, the library line related."""
+    lib = b.inside
+    assert lib is not None
+    rng, related, facts = library_place(ctx, b)
+    lib_src = ctx.source(lib.file)
+    code = ""
+    if lib_src is not None:
+        lrng = _library_subject(lib_src, lib, kind_of(str(finding.get("message") or "")))
+        code = lib_src.text_of(lrng) if lrng.start.line == lrng.end.line else ""
+    kind, text = _warning_text(str(finding.get("message") or ""), code)
+    where = f" ({lib.where()}, in `{lib.qualname}`)" if lib.qualname else f" ({lib.where()})"
+    message = f"Inside the library {lib.package}{where}: {text[0].lower()}{text[1:]}" + _times(count)
+    message += (
+        f" {boundary.NO_EDIT} What you can do: check the traced module on inputs unlike the example "
+        f"(torch.jit.trace's check_inputs), or move to torch.export, which keeps such values as guards instead of constants."
+    )
+    if b.frame.file != ctx.target_file or b.frame.line != ctx.target_line:
+        related += site_related(ctx, "traced here with torch.jit.trace")
+    data = _warning_data(ctx, finding, kind, "library", count)
+    data.update(cast(TracerWarningData, facts))
+    if code:
+        data["library_test_text"] = code
+    migrate, data["export_call"] = _migrate(ctx)
+    return new_diagnostic(ctx, b.frame.file, rng, "tracer-warning", message + migrate, related=related, data=data)
 
 
 def trace_check_failed(ctx: Context, event: TargetEvent, finding: TraceCheckFinding) -> Diagnostic:

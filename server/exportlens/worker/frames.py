@@ -53,6 +53,9 @@ def frame_json(frame: FrameType) -> dict[str, Any]:
     out: dict[str, Any] = {"file": os.path.abspath(code.co_filename), "line": frame.f_lineno, "name": resumes["name"] if resumes else code.co_name}
     if stacks.where(code.co_filename) == "stdlib":
         out["where"] = "stdlib"  # not a library the user imported: the boundary logic skips it
+    loc = linecache.getline(code.co_filename, frame.f_lineno).strip()
+    if loc:
+        out["loc"] = loc
     out.update(stacks.call_columns(frame))
     return out
 

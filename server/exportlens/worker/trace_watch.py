@@ -3,9 +3,12 @@
 Each `torch.jit.trace` call is a target. Its `TracerWarning`s are recorded with the Python
 stack at the moment they were raised (the warning's own file is torch's `_trace.py` for the
 check-run warnings, docs/torch-facts.md §3; the user's line is then in a `# path:line:col` suffix or
-on the stack). A `TracingCheckError` becomes a finding with its graph diff, and the call then
-returns the trace made without the check, so the script goes on and later targets are still
-analysed. Imports only torch and the standard library.
+on the stack), one finding per distinct (file, line, warning text) with how often it came: the
+check run's re-trace repeats every warning and is not counted again, a loop in a library repeats
+one line many times, and past `MAX_SITES` places only the numbers are kept. Warnings from torch's
+own modules are left out, as torch's own warning filter does. A `TracingCheckError` becomes a
+finding with its graph diff, and the call then returns the trace made without the check, so the
+script goes on and later targets are still analysed. Imports only torch and the standard library.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ Emit = Callable[[dict[str, Any]], None]
 
 _SOURCE_LINE = re.compile(r"^\s*(?P<file>\S.*?)\((?P<line>\d+)\): (?P<name>\S+)\s*$")
 _MESSAGE_LIMIT = 8000
+MAX_SITES = 50  # distinct warning places per trace; past it, only the counts (a trace may warn thousands of times)
+_TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
+_JIT_DIR = os.path.join(_TORCH_DIR, "jit", "")
 
 _state: TraceWatch | None = None
 
@@ -136,26 +142,39 @@ class TraceWatch:
                 warnings.warn_explicit(message, category, filename, lineno)
 
     def _recorder(self, found: list[dict[str, Any]], shown: list[tuple[Any, ...]], head: dict[str, Any]) -> Callable[..., None]:
-        """Records each tracer warning and streams it at once, so a job stopped later keeps it."""
-        seen: set[tuple[str, int, str]] = set()
+        """Records each distinct tracer warning (streamed at once, so a job stopped later keeps it) and counts repeats."""
+        sites: dict[tuple[str, int, str], dict[str, Any]] = {}
+        overflow = {"sites": 0, "warnings": 0, "kept": MAX_SITES}
+        extra: set[tuple[str, int, str]] = set()
 
         def record(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
             shown.append((message, category, filename, lineno))
-            if not issubclass(category, torch.jit.TracerWarning):
+            if not issubclass(category, torch.jit.TracerWarning) or _torch_internal(filename):
                 return
             text = str(message)
-            key = (filename, lineno, text.split("\n", 1)[0])
-            if key in seen:  # the check run re-traces: the same warning comes twice
+            key = (os.path.abspath(filename), lineno, text.split("\n", 1)[0])
+            checking = _in_check_run(sys._getframe(1))
+            if key in sites:
+                if not checking:  # the check run's re-trace warns again at every place: not a new occurrence
+                    sites[key]["count"] += 1
                 return
-            seen.add(key)
+            if len(sites) >= MAX_SITES:
+                if key not in extra:
+                    extra.add(key)
+                    overflow["sites"] += 1
+                overflow["warnings"] += 0 if checking else 1
+                head["trace_overflow"] = dict(overflow)
+                return
             item = {
                 "type": "tracer-warning",
                 "message": text[:_MESSAGE_LIMIT],
                 "category": category.__name__,
-                "file": os.path.abspath(filename),
+                "file": key[0],
                 "line": lineno,
                 "stack": live_stack(sys._getframe(1)),
+                "count": 1,
             }
+            sites[key] = item
             found.append(item)
             self.emit(
                 {
@@ -179,6 +198,21 @@ class TraceWatch:
                 return self.original(func, example_inputs, *args, **{**kwargs, "check_trace": False})
         except Exception:
             return func
+
+
+def _torch_internal(filename: str) -> bool:
+    """A warning raised in torch's own modules (not torch.jit's checks): torch's own filter hides it (docs/torch-facts.md §3)."""
+    full = os.path.abspath(filename)
+    return full.startswith(_TORCH_DIR) and not full.startswith(_JIT_DIR)
+
+
+def _in_check_run(frame: Any) -> bool:
+    """Whether torch.jit.trace's check (`_check_trace`, which traces the function again) is running."""
+    while frame is not None:
+        if frame.f_code.co_name == "_check_trace" and os.path.abspath(frame.f_code.co_filename).startswith(_JIT_DIR):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def install(emit: Emit, root: str) -> TraceWatch:
