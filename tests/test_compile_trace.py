@@ -215,12 +215,14 @@ def test_recompiles_on_shapes_hit_the_limit(diags: dict[str, list[Diagnostic]]) 
 
 def test_recompile_on_a_python_number(diags: dict[str, list[Diagnostic]]) -> None:
     (d,) = diags["recompile_number.py"]
-    assert text(d) == "shift" and d.data["recompiles"] == 1 and d.data["limit_hit"] is False
+    # on the line torch's guard failure names (its user stack), narrowed to the guarded name
+    assert text(d) == "offset" and d.range.start.line == 6 and d.data["placed"] == "guard"
+    assert d.data["recompiles"] == 1 and d.data["limit_hit"] is False and d.data["function"] == "shift"
     assert d.data["guard"] == "offset == 1"
     assert d.data["fixes"] == [{"fix": "pass_as_tensor", "name": "offset"}]
+    assert "recompiled `shift` 1 time: on the first, the Python number `offset` changed (the code was compiled for 1)" in d.message
     assert [(r.range.start.line, r.message) for r in d.related] == [
         (13, "this call triggered the recompile"),
-        (6, "the guarded value is used here"),
         (10, "compiled here with torch.compile"),
     ]
 

@@ -132,7 +132,7 @@ def test_graph_break_inside_the_library(engine: SyncEngine) -> None:
     result = engine.check(LIB_PROJECT / "compiled.py")
     (d,) = result.diagnostics
     assert (os.path.basename(d.file), rng(d.range), d.code) == ("compiled.py", (7, 11, 7, 37), "graph-break")
-    assert library_related(d) == [("postprocess.py", (13, 7, 13, 32))]
+    assert library_related(d) == [("postprocess.py", (13, 7, 13, 31))]  # dynamo's columns of `scores.max() > threshold`
     assert "inside the library minilib (minilib/postprocess.py:14, in `filter_scores`)" in d.message
     assert "`scores.max() > threshold`" in d.message
     registry.attach(result.diagnostics)

@@ -127,7 +127,7 @@ class TraceWatch:
                     return self._without_check(func, example_inputs, args, kwargs)
                 except Exception as exc:
                     event["exception"] = capture.exception_info(exc)
-                    event["target_error"] = "torch.jit.trace raised"
+                    event["target_error"] = "the torch.jit.trace call raised"
                     try:
                         exc._exportlens_reported = True  # type: ignore[attr-defined]
                     except Exception:

@@ -1,6 +1,7 @@
 """minilib: a tiny detection library, written the way real ones are (custom ops, .item(), branches)."""
 
 from minilib.detector import TinyDetector
-from minilib.postprocess import filter_scores
+from minilib.head import DetectionHead
+from minilib.postprocess import filter_scores, remove_small_boxes
 
-__all__ = ["TinyDetector", "filter_scores"]
+__all__ = ["DetectionHead", "TinyDetector", "filter_scores", "remove_small_boxes"]
