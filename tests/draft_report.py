@@ -3,7 +3,7 @@
 Used by test_distinct_problems.py in a subprocess: `python tests/draft_report.py FOLDER` prints one
 JSON object {target: {"problems": [[failure type, where], ...], "raised": null | "<exception>",
 "plain": null | "ok" | "<exception>"}}. `problems` are torch's report failures deduplicated by
-(failure type, innermost user frame, or the op for kernel failures). When draft export raises,
+(failure type, the user stack torch kept, or the op for kernel failures), as torch deduplicates them. When draft export raises,
 `plain` is what plain `torch.export.export` says about the same target. Script targets run as
 `__main__` with their export calls routed here, as ExportLens does. No ExportLens code runs torch.
 """
@@ -28,6 +28,8 @@ EXPORT = torch.export.export
 
 
 def _where(failure: Any) -> str:
+    """What torch's report keys a failure by (`LogRecord._hash` in torch/export/_draft_export.py): the op
+    for a kernel failure, else the kept user stack, so one library line reached two ways is two."""
     data = failure.data
     if "op" in data:
         return str(data["op"])
@@ -35,8 +37,7 @@ def _where(failure: Any) -> str:
     stack = data.get("user_stack") or data.get("stack") or []
     if not stack:
         return str(data.get("expr", ""))
-    last = stack[-1]
-    return f"{names.get(last.get('filename'), last.get('filename'))}:{last.get('line')}"
+    return " < ".join(f"{names.get(fr.get('filename'), fr.get('filename'))}:{fr.get('line')}" for fr in reversed(stack))
 
 
 def draft(mod: Any, args: Any, kwargs: Any = None, **options: Any) -> dict[str, Any]:

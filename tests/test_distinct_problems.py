@@ -1,13 +1,18 @@
-"""Over examples/: ExportLens finds, per export target, as many problems as torch's own report.
+"""Over examples/: ExportLens finds, per target, as many problems as torch itself reports.
 
-The oracle is torch itself: `tests/draft_report.py` runs `torch.export.draft_export` directly on
-each export target (in a subprocess, no ExportLens code in the loop) and deduplicates its report
-by (failure type, innermost user frame, or the op for kernel failures).
+The oracles are torch itself, each in a subprocess with no ExportLens code running torch:
+`tests/draft_report.py` runs `torch.export.draft_export` directly on each export target and keeps
+its report's failures as torch deduplicates them (failure type, and the user stack torch kept or the
+op for kernel failures); `tests/torch_logs_report.py` runs each compile and trace example under
+`TORCH_LOGS=graph_breaks,recompiles` and collects, per `torch.compile` / `torch.jit.trace` call
+site, the distinct graph breaks and recompiled functions in those records and the distinct
+TracerWarnings raised during the trace.
 
 ExportLens may show one problem as several diagnostics: a fake-kernel problem goes on the call
 site and on the op's definition (the fix goes there), a mismatched fake kernel once per mismatch
 it names. So diagnostics are grouped by what identifies the problem (the code, and the op, or
-the library line, or the user line) before counting; two guards in two library lines stay two.
+the library path to the library line, or the user line) before counting; two guards at one library
+line reached two ways stay two, as in torch's report.
 
 When draft export itself raises, torch's report is empty: the problem count is then 1 if plain
 `torch.export.export` fails too (ExportLens reports that failure) and 0 if it passes (ExportLens
@@ -23,7 +28,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from conftest import EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, SyncEngine
 
 from exportlens.model import ERROR, WARNING, Diagnostic
 
@@ -56,9 +61,9 @@ def problem_key(d: Diagnostic) -> tuple[str, str]:
     op = data.get("qualname") or data.get("op")
     if op:
         return d.code, str(op).replace("::", ".").removesuffix(".default")
-    lib = data.get("library_frame") or {}
-    if lib:
-        return d.code, f"{lib.get('file')}:{lib.get('line')}"
+    chain = [f"{f.get('file')}:{f.get('line')}" for f in data.get("library_chain") or [] if not f.get("project")]
+    if chain:
+        return d.code, " > ".join(chain)
     return d.code, f"{d.file}:{d.range.start.line}"
 
 
@@ -78,3 +83,44 @@ def test_one_problem_per_distinct_failure_in_torchs_report(engine: SyncEngine) -
         key: (Counter(mine[key]), Counter(torch_problems(entry))) for key, entry in report.items() if Counter(mine[key]) != Counter(torch_problems(entry))
     }
     assert differ == {}
+
+
+COMPILE_CODES = ("graph-break", "recompile")
+TRACE_CODES = ("tracer-warning", "trace-check-failed")
+
+
+def torch_log_sites(files: list[str]) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "torch_logs_report.py"), *files], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return dict(json.loads(out.stdout))
+
+
+def test_one_finding_per_distinct_site_in_torchs_logs(engine: SyncEngine) -> None:
+    """Graph breaks, recompiled functions (a resume function is its own) and tracer warnings: as many
+    findings per compile or trace target as distinct sites in torch's own logs and warnings."""
+    files = sorted(
+        str(EXAMPLES / name) for name in EXPECTED_EXAMPLES if any(d["code"] in COMPILE_CODES + TRACE_CODES for d in EXPECTED_EXAMPLES[name])
+    )
+    assert len(files) >= 12  # compile/, trace/ and the library project's compiled, recompiled and traced entries
+    sites = torch_log_sites(files)
+    theirs = {
+        key: len(entry["graph_breaks"]) + len(entry["recompiles"]) + len(entry["tracer_warnings"]) + int(entry["check_failed"])
+        for key, entry in sites.items()
+    }
+    mine: dict[str, int] = {}
+    for file in files:
+        result = engine.check(file)
+        for t in result.targets:
+            if t.kind in ("compile", "trace"):
+                wanted = COMPILE_CODES if t.kind == "compile" else TRACE_CODES
+                mine[f"{file}:{t.name}"] = sum(1 for d in result.diagnostics if d.code in wanted and t.name in d.target.split(", "))
+    assert {k: v for k, v in mine.items() if v} == {k: v for k, v in theirs.items() if v}
+    library = {k: v for k, v in theirs.items() if "library_project" in k}
+    assert library == {
+        f"{EXAMPLES}/library_project/compiled.py:compile at compiled.py:11": 1,
+        f"{EXAMPLES}/library_project/recompiled.py:compile at recompiled.py:13": 7,  # 2 breaks, 5 recompiled functions
+        f"{EXAMPLES}/library_project/traced.py:trace at traced.py:18": 4,
+    }

@@ -19,3 +19,17 @@ class TinyDetector(torch.nn.Module):
         scores = images.sigmoid().amax(dim=1)
         kept = limit_detections(boxes, scores, self.max_keep)
         return self.backbone(kept)
+
+
+class TwoStageDetector(torch.nn.Module):
+    """Proposals, then detections: both stages keep the best boxes with the same helper."""
+
+    def forward(self, boxes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        proposals = self.propose(boxes, scores)
+        return self.detect(proposals, scores)
+
+    def propose(self, boxes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return limit_detections(boxes, scores, 3)
+
+    def detect(self, boxes: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return limit_detections(boxes, scores[: boxes.shape[0]], 1)
