@@ -3,7 +3,12 @@
 `examples/library_project/` uses `minilib`, installed (not editable) into the venv from its
 `libsrc/` folder by the Makefile, so its files live in site-packages, outside the project. The
 library has a data-dependent guard in two places, a custom op without a fake kernel and a graph
-break; each is its own diagnostic on `self.detector(images)` / `filter_scores(scores, 0.5)`.
+break; each is its own diagnostic on `self.detector(images)` / `filter_scores(scores, 0.5)`. A
+traced entry warns at four minilib places, a compiled one recompiles two minilib functions (and
+dynamo's resume functions of them), and one library guard is reached two ways (two failures).
+Libraries written on the fly under a `site-packages` folder outside the project cover what minilib
+does not: a library module called twice (dynamo's log drops the project's line), a guard on a
+library attribute set on the first call, a trace that warns a thousand times.
 Also: draft export's own crashes told apart by plain export, and findings kept across a timeout.
 """
 
@@ -219,3 +224,211 @@ def test_a_timeout_keeps_the_guard_torch_recorded_before_it(tmp_path: Path) -> N
     assert "torch._check(n > 2)" in doc["diagnostics"][0]["message"]
     assert "Raise --timeout" in doc["diagnostics"][1]["message"] and "1 problem torch recorded" in doc["diagnostics"][1]["message"]
     assert [t["status"] for t in doc["targets"]] == ["timeout"]
+
+
+TRACED_BOUNDARY = (12, 15, 12, 35)  # `self.head(boxes * 2)` in traced.py
+
+
+def test_each_tracer_warning_in_the_library_is_its_own_diagnostic(engine: SyncEngine) -> None:
+    result = engine.check(LIB_PROJECT / "traced.py")
+    got = [(os.path.basename(d.file), rng(d.range), d.code) for d in result.diagnostics]
+    assert got == [("traced.py", TRACED_BOUNDARY, "tracer-warning")] * 4 + [("traced.py", (17, 0, 17, 41), "target-error")]
+    warnings, error = result.diagnostics[:4], result.diagnostics[4]
+    # each on the project's call into the library, with the library line (narrowed to what it is about) related
+    assert [library_related(d)[0] for d in warnings] == [
+        ("head.py", (10, 7, 10, 22)),  # `boxes.max() > 1`
+        ("head.py", (16, 12, 16, 31)),  # `int(boxes.shape[0])`
+        ("head.py", (22, 15, 22, 20)),  # `for box in boxes:`: the iterable
+        ("head.py", (23, 11, 23, 26)),  # `box[2] > box[0]`, once per box
+    ]
+    assert [d.data["kind"] for d in warnings] == ["python-value", "python-value", "loop", "python-value"]
+    assert [d.data["count"] for d in warnings] == [1, 1, 1, 4]
+    assert "torch.jit.trace warned here 4 times" in warnings[3].message and "warned here" not in warnings[0].message
+    assert warnings[0].message.startswith("Inside the library minilib (minilib/head.py:11, in `scale_boxes`): torch.jit.trace turns `boxes.max() > 1`")
+    assert "a Python integer" in warnings[1].message and "never edits it" in warnings[1].message
+    assert warnings[2].data["library_frame"]["function"] == "box_scores" and warnings[2].data["boundary"] == {"file": str(LIB_PROJECT / "traced.py"), "line": 13}
+    assert warnings[0].related[-1].message == "traced here with torch.jit.trace"
+    # the error the trace then raised is kept beside them, on the trace call
+    assert "Encountering a dict at the output of the tracer" in error.message and error.message.startswith("The torch.jit.trace call raised")
+    assert [t.status for t in result.targets] == ["error"]
+
+
+def test_each_recompiled_library_function_is_its_own_diagnostic(engine: SyncEngine) -> None:
+    result = engine.check(LIB_PROJECT / "recompiled.py")
+    recompiles = [d for d in result.diagnostics if d.code == "recompile"]
+    got = [(rng(d.range), d.data["function"], d.data.get("resumes"), library_related(d)) for d in recompiles]
+    assert got == [
+        ((7, 4, 7, 15), "postprocess", None, []),  # the project's own function: its `def`
+        ((8, 4, 8, 41), "postprocess", {"name": "postprocess", "line": 9}, []),  # dynamo's resume function of it
+        ((8, 11, 8, 41), "remove_small_boxes", None, [("postprocess.py", (18, 4, 18, 22))]),  # `remove_small_boxes(boxes, 1.0)`
+        ((9, 11, 9, 43), "filter_scores", None, [("postprocess.py", (12, 4, 12, 17))]),  # `filter_scores(scores[keep], 0.5)`
+        ((9, 11, 9, 43), "filter_scores", {"name": "filter_scores", "line": 14}, [("postprocess.py", (13, 4, 13, 32))]),
+    ]
+    small, scores, resumed = recompiles[2], recompiles[3], recompiles[4]
+    # the guard that failed, in the library's own names, and what changed between the calls
+    assert small.message.startswith(
+        "torch.compile recompiled `remove_small_boxes`, inside the library minilib (minilib/postprocess.py:19), 1 time: "
+        "on the first, the size of dimension 0 of `boxes` changed (4 → 6)."
+    )
+    assert small.data["guard"] == "tensor 'boxes' size mismatch at index 0. expected 4, actual 6"
+    assert small.data["change"]["kind"] == "size" and small.data["library"] == "minilib" and small.data["placed"] == "live"
+    assert scores.related[0].message.startswith("the recompiled function, in the library minilib (minilib/postprocess.py:13, in `filter_scores`)")
+    assert "`filter_scores` (the part after its graph break at line 14" in resumed.message
+    assert resumed.related[0].message.startswith("the recompiled part starts here")
+    assert recompiles[1].message.startswith("torch.compile recompiled `postprocess` (the part after its graph break at line 9")
+    assert {d.data["fixes"] == [] for d in (small, scores, resumed)} == {True}  # nothing to edit in the library
+    # and the graph breaks that made them functions of their own
+    assert [(rng(d.range), library_related(d)) for d in result.diagnostics if d.code == "graph-break"] == [
+        ((8, 11, 8, 41), [("postprocess.py", (21, 11, 21, 28))]),
+        ((9, 11, 9, 43), [("postprocess.py", (13, 7, 13, 31))]),
+    ]
+
+
+def test_one_library_guard_reached_two_ways_is_two_diagnostics(engine: SyncEngine) -> None:
+    """Torch's report has two failures (their kept stacks differ); merging by the library line lost one."""
+    result = engine.check(LIB_PROJECT / "two_stage.py")
+    first, second = result.diagnostics
+    assert (first.code, rng(first.range)) == (second.code, rng(second.range)) == ("data-dependent-guard", (12, 15, 12, 43))
+    assert first.data["library_frame"] == second.data["library_frame"]  # the same library line...
+    assert [first.data["expr"], second.data["expr"]] == ["u0 > 3", "u1 > 1"]
+    assert library_related(first) == [("postprocess.py", (7, 7, 7, 26)), ("detector.py", (31, 15, 31, 49)), ("detector.py", (27, 20, 27, 47))]
+    assert library_related(second) == [("postprocess.py", (7, 7, 7, 26)), ("detector.py", (34, 15, 34, 67)), ("detector.py", (28, 15, 28, 45))]
+    assert first.related[1].message.startswith("reached from here, in the library minilib (minilib/detector.py:32, in `TwoStageDetector.propose`)")
+
+
+def _library_project(tmp_path: Path, lib: dict[str, str], main: str) -> tuple[Path, Path]:
+    """A project and a library under a `site-packages` folder outside it (the script puts it on sys.path)."""
+    site = tmp_path / "env" / "lib" / "site-packages"
+    for name, text in lib.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("")
+    (proj / "model.py").write_text(f"import sys\n\nsys.path.insert(0, {str(site)!r})\n" + main)
+    return proj / "model.py", site
+
+
+GNN_LIB = """import torch
+
+
+class Conv(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, edge_index):
+        h = self.lin(x)
+        keep = (edge_index[0] != edge_index[1]).nonzero()
+        return h + keep.sum()
+"""
+
+GNN_MAIN = """import torch
+from gnnlib import Conv
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = Conv()
+        self.conv2 = Conv()
+
+    def forward(self, x, edge_index):
+        x = self.conv1(x, edge_index).relu()
+        return self.conv2(x, edge_index)
+
+
+model = torch.compile(Net())
+out = model(torch.rand(3, 4), torch.tensor([[0, 1, 2], [1, 1, 0]]))
+"""
+
+
+def test_a_library_module_called_twice_on_the_lines_dynamo_traced(engine: SyncEngine, tmp_path: Path) -> None:
+    """dynamo's logged traceback joins `Net.forward` and the library's `Conv.forward` (same name), so it
+    names only the `__main__` line; its own user stack has `self.conv1(...)`. The recompile of `Conv.forward`
+    (its input now requires grad) goes on `self.conv2(...)`, the call that recompiled it."""
+    path, site = _library_project(tmp_path, {"gnnlib/__init__.py": GNN_LIB}, GNN_MAIN)
+    result = engine.check(path)
+    got = [(d.code, rng(d.range), [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related if r.file.startswith(str(site))]) for d in result.diagnostics]
+    assert got == [
+        ("graph-break", (14, 12, 14, 37), [("gnnlib/__init__.py", 10)]),  # x = self.conv1(x, edge_index).relu()
+        ("recompile", (15, 15, 15, 40), [("gnnlib/__init__.py", 8)]),  # return self.conv2(x, edge_index)
+    ]
+    brk, rec = result.diagnostics
+    assert brk.data["stack_source"] == "dynamo" and "Dynamic shape operator" in brk.message
+    assert rec.data["change"]["kind"] == "requires_grad" and "`x.requires_grad` changed" in rec.message
+
+
+CONFIG_LIB = """import torch
+
+
+class Config:
+    problem_type = None
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+        self.lin = torch.nn.Linear(4, 2)
+
+    def forward(self, x, labels):
+        logits = self.lin(x)
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label"
+        return torch.nn.functional.cross_entropy(logits, labels)
+"""
+
+CONFIG_MAIN = """import torch
+from cfglib import Classifier
+
+model = Classifier()
+
+
+def train_step(x, labels):
+    loss = model(x, labels)
+    return loss * 2
+
+
+step = torch.compile(train_step)
+for _ in range(2):
+    step(torch.rand(3, 4), torch.tensor([0, 1, 0]))
+"""
+
+
+def test_a_recompile_goes_on_the_line_the_guard_failure_names(engine: SyncEngine, tmp_path: Path) -> None:
+    """As transformers sets `config.problem_type` on the first call: torch's guard failure names
+    `loss = model(x, labels)` (and the library line), not `def train_step`."""
+    path, site = _library_project(tmp_path, {"cfglib/__init__.py": CONFIG_LIB}, CONFIG_MAIN)
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, rng(d.range), d.data["placed"], d.data["function"]) == ("recompile", (10, 11, 10, 27), "guard", "train_step")
+    assert [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related if r.file.startswith(str(site))] == [("cfglib/__init__.py", 15)]
+    assert d.data["change"] == {
+        "kind": "attribute",
+        "name": "model.config.problem_type",
+        "text": "`model.config.problem_type` was set after the code was compiled without it",
+        "keeps": "whether `model.config.problem_type` exists",
+    }
+    assert "The guard is on the library's code (cfglib, `if self.config.problem_type is None:`)" in d.message
+
+
+LOUD_LIB = "import torch\n\n\ndef score(x):\n    total = x.sum() * 0\n" + "".join(
+    f"    if x[{i}].sum() > 0:\n        total = total + {i}\n" for i in range(60)
+) + "    for row in x[:1000]:\n        if row.sum() > 0:\n            total = total + 1\n    return total\n"
+
+LOUD_MAIN = """import torch
+from loudlib import score
+
+traced = torch.jit.trace(score, (torch.ones(1000, 2),))
+"""
+
+
+def test_a_trace_that_warns_a_thousand_times_is_capped_and_counted(engine: SyncEngine, tmp_path: Path) -> None:
+    path, site = _library_project(tmp_path, {"loudlib/__init__.py": LOUD_LIB}, LOUD_MAIN)
+    result = engine.check(path)
+    assert {d.code for d in result.diagnostics} == {"tracer-warning"}
+    placed = [d for d in result.diagnostics if d.data["kind"] != "overflow"]
+    (overflow,) = [d for d in result.diagnostics if d.data["kind"] == "overflow"]
+    assert len(placed) == 50 and {rng(d.range) for d in placed} == {(6, 9, 6, 55)}  # all on the trace call, the boundary
+    assert sorted(d.data["library_frame"]["line"] for d in placed) == list(range(6, 106, 2))  # the first 50 places
+    assert overflow.message.startswith("torch.jit.trace warned at 12 more places (1011 warnings) beyond the 50 shown one by one")

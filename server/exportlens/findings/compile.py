@@ -360,8 +360,11 @@ def _recompiled_library_frame(ctx: Context, code: CodeLocation, name: str) -> bo
     """The recompiled library function (its `def`, or the line a resume function continues from)."""
     file, line = str(code.get("file")), int(code.get("line") or 1)
     src = ctx.source(file)
-    loc = src.line(line).strip() if src is not None else ""
-    return boundary.LibraryFrame(file, line, name, name, loc or None, boundary.package_of(file))
+    text = src.line(line) if src is not None else ""
+    at = text.find(f"def {name}")  # a `def` line: its name is the range, else Python's statement
+    col = len(text[: at + 4].encode()) if at >= 0 else None
+    end = col + len(name.encode()) if col is not None else None
+    return boundary.LibraryFrame(file, line, name, name, text.strip() or None, boundary.package_of(file), col, line if col is not None else None, end)
 
 
 def _recompile_place(
@@ -382,7 +385,10 @@ def _recompile_place(
             found.library = [lib for lib in found.library if (lib.file, lib.line) != (inside.file, inside.line)] + [inside]
             found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
     if found is not None and found.inside is not None:
-        rng, related, facts = library_place(ctx, found, "the recompiled function" if found.source == "live" else "the guarded value is used here")
+        what = "the guarded value is used here"
+        if found.source == "live":
+            what = "the recompiled part starts here (after the graph break)" if resumes else "the recompiled function"
+        rng, related, facts = library_place(ctx, found, what)
         return found.frame.file, rng, related, facts, found.source
     if found is not None:
         src = ctx.source(found.frame.file)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 from typing import Literal, cast
@@ -226,14 +227,18 @@ def kind_of(message: str) -> str:
     return next((kind for pattern, kind in _KINDS if pattern.match(first)), "other")
 
 
-def _library_subject(src: Source, lib: boundary.LibraryFrame, kind: str) -> Range:
-    """The library's expression a warning is about: the loop's iterable, a branch's test, else Python's columns."""
+def _library_subject(src: Source, lib: boundary.LibraryFrame, kind: str) -> boundary.LibraryFrame:
+    """The library frame narrowed to the expression a warning is about: the loop's iterable, a branch's
+    test (where Python gave no columns), else as Python gave it."""
     stmt = placement.statement_at(src.tree, lib.line) if src.tree is not None else None
+    node: ast.expr | None = None
     if kind == "loop" and isinstance(stmt, (ast.For, ast.AsyncFor)) and stmt.lineno == lib.line:
-        return src.node_range(stmt.iter)
-    if lib.col is None and isinstance(stmt, (ast.If, ast.While)) and stmt.lineno == lib.line:
-        return src.node_range(stmt.test)
-    return boundary.library_range(src, lib)
+        node = stmt.iter
+    elif lib.col is None and isinstance(stmt, (ast.If, ast.While)) and stmt.lineno == lib.line:
+        node = stmt.test
+    if node is None or node.end_lineno is None or node.end_col_offset is None:
+        return lib
+    return dataclasses.replace(lib, col=node.col_offset, end_line=node.end_lineno, end_col=node.end_col_offset)
 
 
 def _times(count: int) -> str:
@@ -287,12 +292,13 @@ def _library_tracer_warning(ctx: Context, finding: TracerWarningFinding, b: boun
     """A tracer warning raised in a library: on the project's call into it, the library line related."""
     lib = b.inside
     assert lib is not None
-    rng, related, facts = library_place(ctx, b)
     lib_src = ctx.source(lib.file)
     code = ""
     if lib_src is not None:
-        lrng = _library_subject(lib_src, lib, kind_of(str(finding.get("message") or "")))
+        lib = b.library[-1] = _library_subject(lib_src, lib, kind_of(str(finding.get("message") or "")))
+        lrng = boundary.library_range(lib_src, lib)
         code = lib_src.text_of(lrng) if lrng.start.line == lrng.end.line else ""
+    rng, related, facts = library_place(ctx, b)
     kind, text = _warning_text(str(finding.get("message") or ""), code)
     where = f" ({lib.where()}, in `{lib.qualname}`)" if lib.qualname else f" ({lib.where()})"
     message = f"Inside the library {lib.package}{where}: {text[0].lower()}{text[1:]}" + _times(count)
