@@ -300,3 +300,27 @@ def test_torch_without_draft_export_gets_one_message(tmp_path: Path) -> None:
     doc = json.loads(check("--format", "json").stdout)
     assert doc["torch"] == VERSION and VERSION in doc["unsupported"]
     assert doc["diagnostics"] == [] and {t["status"] for t in doc["targets"]} == {"unsupported"}
+
+
+class _Frame:
+    """A stand-in for a Python frame: a code name, locals, the caller."""
+
+    def __init__(self, name: str, f_locals: dict[str, object], back: _Frame | None = None) -> None:
+        self.f_code = type("Code", (), {"co_name": name})()
+        self.f_locals = f_locals
+        self.f_back = back
+
+
+def test_graph_break_stack_is_the_uncollapsed_one_of_each_torch() -> None:
+    """2.9+: `log_graph_break` has the exception (`exc.real_stack`); 2.8: its caller does, and its own
+    `user_stack` is already collapsed; without one, the tracing context's stack; elsewhere, None."""
+    exc = RuntimeError("graph break")
+    exc.real_stack = ["forward", "forward"]  # type: ignore[attr-defined]
+    handler = lambda frame: _Frame("emit", {}, _Frame("callHandlers", {}, frame))  # noqa: E731
+    new = handler(_Frame("log_graph_break", {"exc": exc, "user_stack": ["forward"]}))
+    old = handler(_Frame("log_graph_break", {"user_stack": ["forward"]}, _Frame("wrapper", {"excp": exc})))
+    bare = handler(_Frame("log_graph_break", {"user_stack": ["forward"]}, _Frame("STORE_ATTR", {})))
+    assert compat.graph_break_stack(new, lambda: ["context"]) == ["forward", "forward"]
+    assert compat.graph_break_stack(old, lambda: ["context"]) == ["forward", "forward"]
+    assert compat.graph_break_stack(bare, lambda: ["context"]) == ["context"]
+    assert compat.graph_break_stack(handler(_Frame("elsewhere", {})), lambda: ["context"]) is None

@@ -271,6 +271,44 @@ def test_parsers_on_torch_text() -> None:
     assert dup is not None and dup["duplicate"] and dup["gb_id"] == "gb0170"
     assert dup["frames"] == [{"file": "/p/h.py", "line": 5}] and dup["hints"] == ["Use `torch.cond` to express dynamic control flow."]
     assert what_changed("x == 2.5")["kind"] == "value"
+    resumed = compile_watch.parse_recompile(
+        "Recompiling function torch_dynamo_resume_in_filter_scores_at_14 in /site-packages/minilib/postprocess.py:14\n"
+        "    triggered by the following guard failure(s):\n    - 5/0: tensor 'scores' size mismatch at index 0. expected 4, actual 6"
+    )
+    assert resumed is not None and resumed["resumes"] == {"name": "filter_scores", "line": 14}
+
+
+@pytest.mark.parametrize(
+    ("guard", "kind", "text"),
+    [  # the guard failures dynamo 2.13 logs (docs/torch-facts.md §2.3)
+        ("tensor 'x' size mismatch at index 0. expected 4, actual 6", "size", "the size of dimension 0 of `x` changed (4 → 6)"),
+        ("tensor 'boxes' rank mismatch. expected 2, actual 3", "rank", "the number of dimensions of `boxes` changed (2 → 3)"),
+        ("tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "the dtype of `x` changed (Float → Double)"),
+        (
+            "tensor 'x' requires_grad mismatch. expected requires_grad=0",
+            "requires_grad",
+            "`x.requires_grad` changed (the code was compiled for a tensor without requires_grad)",
+        ),
+        (
+            "k == 1                                                   # return x * 2 + k  # mp/g.py:9 in f",
+            "value",
+            "the Python number `k` changed (the code was compiled for 1)",
+        ),
+        ("flag == True", "value", "the Python value `flag` changed (the code was compiled for True)"),
+        ("mode == 'a'", "value", "the Python value `mode` changed (the code was compiled for 'a')"),
+        ("L['offset'] == 3", "value", "the Python number `offset` changed (the code was compiled for 3)"),
+        ("___check_type_id(k, 139690571562208), type=<class 'int'>  # return x * 2 + k", "type", "the type of `k` changed (the code was compiled for int)"),
+        (
+            "not ___dict_contains('problem_type', G['model'].config.__dict__)",
+            "attribute",
+            "`model.config.problem_type` was set after the code was compiled without it",
+        ),
+        ("len(L['xs']) == 2", "other", "the guard `len(L['xs']) == 2` failed"),
+    ],
+)
+def test_what_changed_speaks_each_guard(guard: str, kind: str, text: str) -> None:
+    change = what_changed(guard)
+    assert (change["kind"], change["text"]) == (kind, text)
 
 
 @pytest.mark.parametrize("name", ["compile/branch.py", "compile/helper_call.py", "compile/fullgraph_branch.py", "trace/check_inputs.py"])

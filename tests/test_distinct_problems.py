@@ -91,9 +91,7 @@ TRACE_CODES = ("tracer-warning", "trace-check-failed")
 
 def torch_log_sites(files: list[str]) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "torch_logs_report.py"), *files], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900
-    )
+    out = subprocess.run([sys.executable, str(ROOT / "tests" / "torch_logs_report.py"), *files], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     return dict(json.loads(out.stdout))
 
@@ -101,14 +99,11 @@ def torch_log_sites(files: list[str]) -> dict[str, Any]:
 def test_one_finding_per_distinct_site_in_torchs_logs(engine: SyncEngine) -> None:
     """Graph breaks, recompiled functions (a resume function is its own) and tracer warnings: as many
     findings per compile or trace target as distinct sites in torch's own logs and warnings."""
-    files = sorted(
-        str(EXAMPLES / name) for name in EXPECTED_EXAMPLES if any(d["code"] in COMPILE_CODES + TRACE_CODES for d in EXPECTED_EXAMPLES[name])
-    )
+    files = sorted(str(EXAMPLES / name) for name in EXPECTED_EXAMPLES if any(d["code"] in COMPILE_CODES + TRACE_CODES for d in EXPECTED_EXAMPLES[name]))
     assert len(files) >= 12  # compile/, trace/ and the library project's compiled, recompiled and traced entries
     sites = torch_log_sites(files)
     theirs = {
-        key: len(entry["graph_breaks"]) + len(entry["recompiles"]) + len(entry["tracer_warnings"]) + int(entry["check_failed"])
-        for key, entry in sites.items()
+        key: len(entry["graph_breaks"]) + len(entry["recompiles"]) + len(entry["tracer_warnings"]) + int(entry["check_failed"]) for key, entry in sites.items()
     }
     mine: dict[str, int] = {}
     for file in files:

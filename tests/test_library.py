@@ -246,7 +246,10 @@ def test_each_tracer_warning_in_the_library_is_its_own_diagnostic(engine: SyncEn
     assert "torch.jit.trace warned here 4 times" in warnings[3].message and "warned here" not in warnings[0].message
     assert warnings[0].message.startswith("Inside the library minilib (minilib/head.py:11, in `scale_boxes`): torch.jit.trace turns `boxes.max() > 1`")
     assert "a Python integer" in warnings[1].message and "never edits it" in warnings[1].message
-    assert warnings[2].data["library_frame"]["function"] == "box_scores" and warnings[2].data["boundary"] == {"file": str(LIB_PROJECT / "traced.py"), "line": 13}
+    assert warnings[2].data["library_frame"]["function"] == "box_scores" and warnings[2].data["boundary"] == {
+        "file": str(LIB_PROJECT / "traced.py"),
+        "line": 13,
+    }
     assert warnings[0].related[-1].message == "traced here with torch.jit.trace"
     # the error the trace then raised is kept beside them, on the trace call
     assert "Encountering a dict at the output of the tracer" in error.message and error.message.startswith("The torch.jit.trace call raised")
@@ -349,7 +352,10 @@ def test_a_library_module_called_twice_on_the_lines_dynamo_traced(engine: SyncEn
     (its input now requires grad) goes on `self.conv2(...)`, the call that recompiled it."""
     path, site = _library_project(tmp_path, {"gnnlib/__init__.py": GNN_LIB}, GNN_MAIN)
     result = engine.check(path)
-    got = [(d.code, rng(d.range), [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related if r.file.startswith(str(site))]) for d in result.diagnostics]
+    got = [
+        (d.code, rng(d.range), [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related if r.file.startswith(str(site))])
+        for d in result.diagnostics
+    ]
     assert got == [
         ("graph-break", (14, 12, 14, 37), [("gnnlib/__init__.py", 10)]),  # x = self.conv1(x, edge_index).relu()
         ("recompile", (15, 15, 15, 40), [("gnnlib/__init__.py", 8)]),  # return self.conv2(x, edge_index)
@@ -412,9 +418,11 @@ def test_a_recompile_goes_on_the_line_the_guard_failure_names(engine: SyncEngine
     assert "The guard is on the library's code (cfglib, `if self.config.problem_type is None:`)" in d.message
 
 
-LOUD_LIB = "import torch\n\n\ndef score(x):\n    total = x.sum() * 0\n" + "".join(
-    f"    if x[{i}].sum() > 0:\n        total = total + {i}\n" for i in range(60)
-) + "    for row in x[:1000]:\n        if row.sum() > 0:\n            total = total + 1\n    return total\n"
+LOUD_LIB = (
+    "import torch\n\n\ndef score(x):\n    total = x.sum() * 0\n"
+    + "".join(f"    if x[{i}].sum() > 0:\n        total = total + {i}\n" for i in range(60))
+    + "    for row in x[:1000]:\n        if row.sum() > 0:\n            total = total + 1\n    return total\n"
+)
 
 LOUD_MAIN = """import torch
 from loudlib import score
