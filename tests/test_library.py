@@ -440,3 +440,13 @@ def test_a_trace_that_warns_a_thousand_times_is_capped_and_counted(engine: SyncE
     assert len(placed) == 50 and {rng(d.range) for d in placed} == {(6, 9, 6, 55)}  # all on the trace call, the boundary
     assert sorted(d.data["library_frame"]["line"] for d in placed) == list(range(6, 106, 2))  # the first 50 places
     assert overflow.message.startswith("torch.jit.trace warned at 12 more places (1011 warnings) beyond the 50 shown one by one")
+
+
+def test_a_recompile_says_what_changed_at_each_call(project: Path, engine: SyncEngine) -> None:
+    (project / "model.py").write_text(
+        "import torch\n\n\ndef double(boxes):\n    return boxes * 2\n\n\nfast = torch.compile(double)\n"
+        "fast(torch.ones(4, 4))\nfast(torch.ones(8, 4))\nfast(torch.ones(2, 8, 4))\n"
+    )
+    (d,) = engine.check(project / "model.py").diagnostics
+    assert (d.code, rng(d.range), d.data["recompiles"]) == ("recompile", (3, 4, 3, 10), 2)
+    assert "2 times: on the first, the size of dimension 0 of `boxes` changed (4 → 8). Then the number of dimensions of `boxes` changed (2 → 3)." in d.message

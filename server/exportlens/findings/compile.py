@@ -24,6 +24,7 @@ from exportlens.model import ERROR, HINT, Diagnostic, Range, Related
 from exportlens.protocol import (
     Change,
     CodeLocation,
+    CompileOptions,
     FixChoice,
     FrameInfo,
     GraphBreakData,
@@ -58,6 +59,11 @@ _GRAD_GUARD = re.compile(_TENSOR + r"requires_grad mismatch\. expected requires_
 _VALUE_GUARD = re.compile(r"^(?P<name>[A-Za-z_][\w\[\]'.]*) == (?P<value>-?\d+(?:\.\d*)?(?:e-?\d+)?|True|False|None|'[^']*'|\"[^\"]*\")$")
 _TYPE_GUARD = re.compile(r"^___check_type_id\((?P<name>[^,]+), \d+\)(?:, type=<class '(?P<type>[^']+)'>)?")
 _ATTR_GUARD = re.compile(r"^(?P<negated>not )?___dict_contains\('(?P<attr>\w+)', (?P<owner>.+)\.__dict__\)$")
+_TENSOR_GUARDS = (  # (guard, kind, what changed, what keeps changing when the limit is hit)
+    (_SIZE_GUARD, "size", "the size of dimension {dim} of `{name}` changed ({expected} → {actual})", "the size of dimension {dim} of `{name}`"),
+    (_RANK_GUARD, "rank", "the number of dimensions of `{name}` changed ({expected} → {actual})", "the number of dimensions of `{name}`"),
+    (_DTYPE_GUARD, "dtype", "the dtype of `{name}` changed ({expected} → {actual})", "the dtype of `{name}`"),
+)
 _SCOPE = re.compile(r"\b[LG]\['(?P<name>[^']+)'\]")
 
 _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
@@ -271,39 +277,16 @@ def spelled(name: str) -> str:
 def what_changed(guard: str) -> Change:
     """A failed guard in plain words: a tensor's size, rank, dtype or requires_grad, a Python value, a type, an attribute."""
     text = guard.split("  # ", 1)[0].strip()
-    m = _SIZE_GUARD.search(text)
-    if m:
-        name = spelled(m["name"])
-        return {
-            "kind": "size",
-            "name": name,
-            "dim": int(m["dim"]),
-            "expected": int(m["expected"]),
-            "actual": int(m["actual"]),
-            "text": f"the size of dimension {m['dim']} of `{name}` changed ({m['expected']} → {m['actual']})",
-            "keeps": f"the size of dimension {m['dim']} of `{name}`",
-        }
-    m = _RANK_GUARD.search(text)
-    if m:
-        name = spelled(m["name"])
-        return {
-            "kind": "rank",
-            "name": name,
-            "expected": int(m["expected"]),
-            "actual": int(m["actual"]),
-            "text": f"the number of dimensions of `{name}` changed ({m['expected']} → {m['actual']})",
-            "keeps": f"the number of dimensions of `{name}`",
-        }
-    m = _DTYPE_GUARD.search(text)
-    if m:
-        name = spelled(m["name"])
-        return {
-            "kind": "dtype",
-            "name": name,
-            "value": m["expected"],
-            "text": f"the dtype of `{name}` changed ({m['expected']} → {m['actual']})",
-            "keeps": f"the dtype of `{name}`",
-        }
+    for pattern, kind, said, keeps in _TENSOR_GUARDS:
+        m = pattern.search(text)
+        if m:
+            facts = {**m.groupdict(), "name": spelled(m["name"])}
+            change = cast(Change, {"kind": kind, "name": facts["name"], "text": said.format(**facts), "keeps": keeps.format(**facts)})
+            if kind == "dtype":
+                change["value"] = facts["expected"]
+            else:
+                change.update(cast(Change, {k: int(v) for k, v in facts.items() if k in ("dim", "expected", "actual")}))
+            return change
     m = _GRAD_GUARD.search(text)
     if m:
         name = spelled(m["name"])
@@ -404,6 +387,27 @@ def _recompile_place(
     return anchor[0], anchor[1], [], None, "definition"
 
 
+def _recompile_advice(ctx: Context, change: Change, options: CompileOptions, *, in_library: bool) -> tuple[str, list[FixChoice]]:
+    """What to do about what changed (a library's own parameters are not the project's to mark)."""
+    fixes: list[FixChoice] = []
+    if change["kind"] == "size":
+        if not in_library:
+            fixes.append({"fix": "mark_dynamic", "input": change["name"], "dim": change["dim"]})
+        if options.get("dynamic") is False:
+            fixes.insert(0, {"fix": "drop_dynamic_false", "compile_call": {"file": ctx.target_file, "line": ctx.target_line}})
+            text = " The function is compiled with dynamic=False, so every new size compiles again: drop dynamic=False"
+            return text + f" or mark dimension {change['dim']} of `{change['name']}` dynamic.", fixes
+        if in_library:
+            return " Mark that dimension of the tensor you pass in dynamic (torch._dynamo.mark_dynamic) to compile it once.", fixes
+        return f" Mark dimension {change['dim']} of `{change['name']}` dynamic to compile it once.", fixes
+    if change["kind"] == "value" and not in_library and change["value"] not in ("True", "False", "None") and not change["value"].startswith(("'", '"')):
+        fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
+        return f" Pass `{change['name']}` as a tensor so a new value does not compile again.", fixes
+    if change["kind"] == "rank":
+        return " torch.compile compiles once per number of dimensions: pass tensors of the same rank on every call (for example, always a batch).", fixes
+    return "", fixes
+
+
 def _first_guard(recs: list[RecompileFinding]) -> str:
     failure = recs[0]["failures"][0] if recs and recs[0].get("failures") else None
     return str((failure.get("guard") or failure.get("reason") or "") if failure else "")
@@ -437,6 +441,13 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
         if count
         else f"torch.compile stopped compiling {said}{where}."
     )
+    later = []  # what changed at the later recompiles, when it is something else
+    for rec in recs[1:]:
+        text = what_changed(_first_guard([rec]))["text"]
+        if text != change["text"] and text not in later and not text.startswith("the guard ``"):
+            later.append(text)
+    if later:
+        message += f" Then {'; then '.join(later[:3])}."
     if facts is not None and placed == "guard":
         frame = facts.get("library_frame") or {}
         message += f" The guard is on the library's code ({facts.get('library')}, `{boundary.shorten(str(frame.get('source') or ''), 80)}`)."
@@ -447,25 +458,8 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
             f"{last['keeps']} keeps changing, so later calls run without compilation."
         )
     options = event.get("compile_options") or {}
-    fixes: list[FixChoice] = []
-    in_library = facts is not None and placed == "live"
-    if change["kind"] == "size":
-        if options.get("dynamic") is False:
-            fixes.append({"fix": "drop_dynamic_false", "compile_call": {"file": ctx.target_file, "line": ctx.target_line}})
-            message += " The function is compiled with dynamic=False, so every new size compiles again: drop dynamic=False"
-            message += f" or mark dimension {change['dim']} of `{change['name']}` dynamic."
-        elif in_library:
-            message += " Mark that dimension of the tensor you pass in dynamic (torch._dynamo.mark_dynamic) to compile it once."
-        else:
-            message += f" Mark dimension {change['dim']} of `{change['name']}` dynamic to compile it once."
-        if not in_library:
-            fixes.append({"fix": "mark_dynamic", "input": change["name"], "dim": change["dim"]})
-    elif change["kind"] == "value" and not in_library:
-        if not change["value"].startswith(("'", '"')) and change["value"] not in ("True", "False", "None"):
-            fixes.append({"fix": "pass_as_tensor", "name": change["name"]})
-            message += f" Pass `{change['name']}` as a tensor so a new value does not compile again."
-    elif change["kind"] == "rank":
-        message += " torch.compile compiles once per number of dimensions: pass tensors of the same rank on every call (for example, always a batch)."
+    advice, fixes = _recompile_advice(ctx, change, options, in_library=facts is not None and placed == "live")
+    message += advice
     if facts is not None:
         message += f" {boundary.NO_EDIT}"
     related: list[Related] = list(placed_related)
