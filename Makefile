@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/server_save.py
 	$(BIN)/python bench/server_first_squiggle.py
 	$(BIN)/python bench/verify_fixes.py
+	$(BIN)/python bench/trace_warnings.py
 
 ## make compat: findings on torch 2.8 / 2.10 / 2.12 / 2.14.1 against the pinned torch (a report, not a test;
 ## venvs of a few GB each are built once into ${XDG_CACHE_HOME:-~/.cache}/exportlens/compat/)
