@@ -441,11 +441,13 @@ def recompiles(ctx: Context, event: TargetEvent, group: list[RecompileFinding | 
         if count
         else f"torch.compile stopped compiling {said}{where}."
     )
-    later = []  # what changed at the later recompiles, when it is something else
+    later: list[str] = []  # what changed at the later recompiles, when it is another thing (not the same size again)
+    seen = {change["keeps"]}
     for rec in recs[1:]:
-        text = what_changed(_first_guard([rec]))["text"]
-        if text != change["text"] and text not in later and not text.startswith("the guard ``"):
-            later.append(text)
+        then = what_changed(_first_guard([rec]))
+        if then["keeps"] not in seen and then["kind"] != "other":
+            seen.add(then["keeps"])
+            later.append(then["text"])
     if later:
         message += f" Then {'; then '.join(later[:3])}."
     if facts is not None and placed == "guard":
