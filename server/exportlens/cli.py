@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
     check.add_argument("paths", nargs="+", metavar="PATH")
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--format", choices=("text", "json", "sarif", "html"), default="text", help="html: one self-contained page (see `exportlens report`)")
     check.add_argument(
         "--timeout",
         type=float,
@@ -115,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     fix.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
     fix.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
+    report = sub.add_parser("report", help="render JSON reports (`check --format json`) as one self-contained HTML page on stdout")
+    report.add_argument("reports", nargs="+", metavar="REPORT.json", help="a JSON report (- for stdin); several are combined into one page (CI shards)")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
     return parser
@@ -123,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _verifying(args: argparse.Namespace) -> bool:
     if args.verify is not None:
         return bool(args.verify)
-    return bool(args.fix or args.diff or args.format in ("json", "sarif"))
+    return bool(args.fix or args.diff or args.format in ("json", "sarif", "html"))
 
 
 def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> EngineSettings:
@@ -153,7 +155,7 @@ def config_errors(paths: list[str]) -> list[str]:
     return out
 
 
-async def _check(args: argparse.Namespace) -> tuple[Report, float]:
+async def _check(args: argparse.Namespace) -> tuple[Report, float, list[FileResult]]:
     from exportlens.engine import Engine  # not needed by `serve`: it starts faster
 
     settings = engine_settings(args, project.load_config(project.find_root(args.paths[0])))
@@ -186,7 +188,7 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float]:
     finally:
         ticker.cancel()
         await engine.close()
-    return report, time.perf_counter() - started
+    return report, time.perf_counter() - started, results
 
 
 def _say_profiles(result: FileResult) -> None:
@@ -222,7 +224,7 @@ def run_check(args: argparse.Namespace) -> int:
         for line in bad:
             print(f"exportlens: error: {line}", file=sys.stderr)
         return 2
-    report, seconds = asyncio.run(_check(args))
+    report, seconds, results = asyncio.run(_check(args))
     _with_fixes(report)
     if args.fix or args.diff:
         from exportlens.fixes import registry
@@ -235,8 +237,15 @@ def run_check(args: argparse.Namespace) -> int:
         elif changed.skipped:
             print("\n".join(f"not fixed: {s}" for s in changed.skipped), file=sys.stderr)
         return 1 if count_problems(report) else 0
-    if args.format == "json":
-        print(json.dumps(report.to_json(show_ignored=args.show_ignored), indent=2, ensure_ascii=False))
+    if args.format in ("json", "html"):
+        from exportlens.report import document, page
+
+        doc = document.build(report, results, show_ignored=args.show_ignored, run=document.run_facts(f"exportlens check {' '.join(args.paths)}", seconds))
+        if args.format == "json":
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(page.to_bytes(page.render(document.parse(doc))))
     elif args.format == "sarif":
         from exportlens.sarif import to_sarif
 
@@ -251,6 +260,23 @@ def run_check(args: argparse.Namespace) -> int:
     if broken:
         return 2
     return 1 if count_problems(report) else 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """`exportlens report REPORT.json...`: the page of one JSON report, or of several combined."""
+    from exportlens.report import document, page
+
+    docs = []
+    for path in args.reports:
+        try:
+            docs.append(document.read(path))
+        except document.ReportError as exc:
+            print(f"exportlens: error: {'stdin' if path == '-' else path}: {exc}", file=sys.stderr)
+            return 2
+    doc = docs[0] if len(docs) == 1 else document.merge(docs, run={**docs[0].get("run", {}), "combined": f"{len(docs)} reports"})
+    sys.stdout.flush()
+    sys.stdout.buffer.write(page.to_bytes(page.render(document.parse(doc))))
+    return 0
 
 
 async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[Any]:
@@ -344,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         serve(first, early)
         return 0
     try:
+        if args.command == "report":
+            return run_report(args)
         return run_fix(args) if args.command == "fix" else run_check(args)
     except KeyboardInterrupt:
         return 130

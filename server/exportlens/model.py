@@ -110,6 +110,15 @@ class Verification:
     seconds: float = 0.0
     detail: str = ""
 
+    def words(self, code: str = "") -> str:
+        """The outcome in a few words, as the editor's code actions and the HTML report say it."""
+        if self.status == EXPORT_PASSES:
+            return "no graph break left ✓" if code == "graph-break" else "no recompile left ✓" if code == "recompile" else "export passes ✓"
+        if self.status == FIXES_THIS:
+            n = len(self.remaining)
+            return f"fixes this; {n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''}"
+        return {NO_EFFECT: "does not help", BREAKS: "breaks the target", NOT_CHECKED: "not verified"}.get(self.status, self.status)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "status": self.status,

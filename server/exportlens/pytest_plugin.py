@@ -38,12 +38,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--exportlens-python", default=None, metavar="PYTHON", help="interpreter with torch for the worker (default: pyproject's python, else this one)"
     )
+    group.addoption(
+        "--exportlens-html",
+        default=None,
+        metavar="PATH",
+        help="write one HTML page of every target's findings, with verified fixes, to PATH (pytest-xdist workers' results combined)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "exportlens: an ExportLens target collected by --exportlens")
     if config.getoption("exportlens"):
         config.stash[_KEY] = _Runner(config)
+    if config.getoption("exportlens_html"):
+        if not config.getoption("exportlens"):
+            raise pytest.UsageError("--exportlens-html needs --exportlens")
+        from exportlens.report.pytest_html import HtmlReport
+
+        config.pluginmanager.register(HtmlReport(config, config.stash[_KEY]), "exportlens-html")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -68,6 +80,7 @@ class _Runner:
         self.engine: Any = None
         self.results: dict[str, Any] = {}  # file → FileResult
         self.lock = threading.Lock()
+        self.verify = bool(config.getoption("exportlens_html"))  # the page shows verified fixes: keep what verification compares
 
     def wanted(self, path: Path) -> bool:
         """A file that names targets; `exclude` globs apply unless the file was named itself."""
@@ -92,7 +105,7 @@ class _Runner:
         key = str(path.resolve())
         with self.lock:
             if key not in self.results:
-                self.results[key] = self._call(self._engine().check(document.load(key)))
+                self.results[key] = self._call(self._engine().check(document.load(key), outputs=self.verify, plain_export=self.verify))
             return self.results[key]
 
     def _engine(self) -> Any:

@@ -71,13 +71,19 @@ class Boundary:
         return [mine] + [{**lib.to_json(), "project": False} for lib in self.library]
 
 
-def where(file: str, line: int) -> str:
-    """`minilib/postprocess.py:8` for a library file: the path from the package on, as an import names it."""
-    parts = os.path.abspath(file).split(os.sep)
+def import_path(path: str) -> str | None:
+    """`minilib/postprocess.py` for a file under site-packages (the path from the package on, as an
+    import names it), None for a file elsewhere."""
+    parts = os.path.abspath(path).split(os.sep)
     for marker in _PACKAGE_DIRS:
         if marker in parts:
-            return "/".join(parts[len(parts) - parts[::-1].index(marker) :]) + f":{line}"
-    return f"{os.path.basename(file)}:{line}"
+            return "/".join(parts[len(parts) - parts[::-1].index(marker) :])
+    return None
+
+
+def where(file: str, line: int) -> str:
+    """`minilib/postprocess.py:8` for a library file: the path from the package on, as an import names it."""
+    return f"{import_path(file) or os.path.basename(file)}:{line}"
 
 
 def is_torch(path: str) -> bool:

@@ -41,18 +41,9 @@ def diag_key(d: Diagnostic) -> DiagKey:
 
 def outcome_suffix(v: Verification | None, code: str) -> str:
     """What a code action's title says after its fix was verified ('' while unverified)."""
-    if v is None:
+    if v is None or v.status not in (EXPORT_PASSES, FIXES_THIS, NO_EFFECT, BREAKS):
         return ""
-    if v.status == EXPORT_PASSES:
-        return " — no graph break left ✓" if code == "graph-break" else " — no recompile left ✓" if code == "recompile" else " — export passes ✓"
-    if v.status == FIXES_THIS:
-        n = len(v.remaining)
-        return f" — fixes this; {n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''}"
-    if v.status == NO_EFFECT:
-        return " — does not help"
-    if v.status == BREAKS:
-        return " — breaks the target"
-    return ""
+    return f" — {v.words(code)}"
 
 
 class FixVerification:
