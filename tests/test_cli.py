@@ -39,7 +39,7 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     out = cli("check", "examples/data_dependent/item_branch.py", "examples/clean", "--format", "json")
     assert out.returncode == 1
     doc = json.loads(out.stdout)  # exactly one JSON document, nothing else on stdout
-    assert set(doc) == {"version", "torch", "targets", "diagnostics"}
+    assert set(doc) == {"version", "torch", "targets", "diagnostics", "sources", "run"}  # sources and run: for the HTML page
     assert doc["version"] == 2 and doc["torch"] == "2.13.0+cpu"
     assert [(Path(t["file"]).name, t["line"], t["kind"], t["status"]) for t in doc["targets"]] == [
         ("item_branch.py", 15, "export", "problems"),
@@ -47,7 +47,8 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     ]
     assert all(isinstance(t["seconds"], float) for t in doc["targets"])
     (d,) = doc["diagnostics"]
-    assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes"}
+    assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes", "data", "owner"}
+    assert d["owner"] == d["file"] and d["data"]["source_expr"] == "n > 2"
     assert d["file"] == str(EXAMPLES / "data_dependent/item_branch.py")
     assert d["range"] == {"start": {"line": 8, "character": 11}, "end": {"line": 8, "character": 16}}
     assert (d["severity"], d["code"], d["target"]) == (1, "data-dependent-guard", "export at item_branch.py:15")

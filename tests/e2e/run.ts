@@ -10,11 +10,13 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchBrowser } from './browser';
 import { copyWorkspace, findVsix, REPO, RunningCodeServer, sleep, startCodeServer } from './codeServer';
 import { EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
 import { verifiedFixScenarios } from './verifiedFixes';
 import { notebookScenario } from './notebook';
+import { htmlReportScenarios } from './htmlReport';
 import {
   editorText,
   gotoLine,
@@ -124,43 +126,6 @@ function skip(name: string, why: string, filter?: string): void {
   }
   results.push({ name, ok: false, seconds: 0, error: why, skipped: true });
   log(`FAIL ${name}: not run (${why})`);
-}
-
-async function launchBrowser(profile: string, consoleLog: string): Promise<{ context: BrowserContext; page: Page }> {
-  const executablePath = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
-  if (!executablePath) {
-    throw new Error('Debian chromium not found: run `make e2e-setup`');
-  }
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath,
-    headless: true,
-    viewport: { width: 1600, height: 1000 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-  // Nothing leaves the machine: only loopback requests are let through.
-  await context.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) || url.protocol === 'data:' || url.protocol === 'blob:') {
-      return route.continue();
-    }
-    return route.abort();
-  });
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => {
-    if (m.type() === 'error') {
-      fs.appendFileSync(consoleLog, `${m.text()}\n`);
-    }
-  });
-  page.on('pageerror', (e) => fs.appendFileSync(consoleLog, `pageerror: ${e.message}\n`));
-  return { context, page };
 }
 
 interface Session {
@@ -657,6 +622,13 @@ async function main(): Promise<number> {
   }, args.timeoutS * 1000);
 
   try {
+    // The HTML report needs no workbench: its pages open in a browser of their own.
+    await htmlReportScenarios({ python: args.python, scenario, log, out: OUT, filter: args.only });
+    if (args.only?.startsWith('html report')) {
+      clearTimeout(globalTimer);
+      log(`e2e finished in ${((Date.now() - started) / 1000).toFixed(0)} s; screenshots in ${path.relative(REPO, OUT)}/`);
+      return report();
+    }
     const vsix = findVsix(args.vsix);
     log(`e2e: ${path.relative(REPO, vsix)}, interpreter ${args.python}, temp ${root}`);
     for (const [name, trust] of [

@@ -4,11 +4,11 @@
  * its refactor preview is applied and the file saved, leaves a file that really exports.
  * run.ts calls `verifiedFixScenarios` in the trusted session and lends it its scenario runner.
  */
-import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
 import { REPO } from './codeServer';
+import { run } from './processes';
 import { editorText, gotoLine, MOD, openFile, poll, runCommand, visibleSquiggles, waitForWorkbench, type Squiggle } from './workbench';
 
 type Scenario = (page: Page, name: string, timeoutMs: number, body: () => Promise<void>, filter?: string) => Promise<boolean>;
@@ -77,21 +77,6 @@ const PLAIN_EXPORT = [
   'ep = torch.export.export(ns["model"], ns["example_args"])',
   'print("exported:", sum(1 for n in ep.graph.nodes if n.op == "call_function"), "calls")',
 ].join('\n');
-
-interface Ran {
-  code: number;
-  stdout: string;
-  output: string;
-}
-
-function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { cwd, timeout: timeoutMs, encoding: 'utf8' }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
-      resolve({ code, stdout, output: `${stdout}${stderr}` });
-    });
-  });
-}
 
 /** The titles in the open code action menu (header and separator rows left out). */
 export async function menuTitles(page: Page): Promise<string[]> {

@@ -103,7 +103,9 @@ section.file > h3 { font-size: 16px; }
 .file-targets { list-style: none; margin: 6px 0 0; padding: 0; font-size: 13px; color: var(--muted); }
 .file-targets li { margin: 2px 0; }
 .file-targets li:target, article.finding:target { box-shadow: 0 0 0 3px var(--focus); border-radius: 6px; }
-article.finding { border: 1px solid var(--line); border-left: 4px solid var(--sev); border-radius: 8px; padding: 12px 16px; margin: 12px 0; }
+/* Findings off screen are laid out when scrolled to: a page of hundreds renders as fast as one of ten. */
+article.finding { content-visibility: auto; contain-intrinsic-size: auto 600px;
+  border: 1px solid var(--line); border-left: 4px solid var(--sev); border-radius: 8px; padding: 12px 16px; margin: 12px 0; }
 article.finding > header { display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: baseline; }
 article.finding > header .title { font-weight: 600; }
 article.finding > header .where { margin-left: auto; font-size: 13px; }
@@ -149,9 +151,8 @@ table.diff td.sign { width: 1em; user-select: none; -webkit-user-select: none; }
 pre.edit { margin: 0; padding: 6px 10px; background: var(--code-bg); white-space: pre-wrap; }
 details { margin-top: 10px; }
 details > summary { cursor: pointer; color: var(--muted); font-size: 13px; }
-table.facts td, table.facts th { font-size: 12.5px; padding: 3px 8px; }
-table.facts th { width: 14em; color: var(--muted); font-weight: 600; background: none; }
-table.facts pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre.facts { margin: 6px 0 0; padding: 8px 10px; background: var(--code-bg); border: 1px solid var(--line); border-radius: 6px;
+  white-space: pre-wrap; overflow-wrap: anywhere; max-height: 420px; overflow: auto; font-size: 12px; }
 .empty-state { color: var(--muted); padding: 12px 0; }
 [hidden] { display: none !important; }
 @media print { .filters, button.only, nav.sections { display: none !important; } details > * { display: block; } }

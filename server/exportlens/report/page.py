@@ -31,6 +31,13 @@ from exportlens.report.sources import CONTEXT, MAX_SPAN, Sources, collect, disk_
 SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Worst first: the table starts with what did not run, then what has problems.
 STATUS_ORDER = ("error", "crashed", "timeout", "unsupported", "problems", "ok")
+
+
+def _status_rank(status: str) -> int:
+    """Worst first; a status this ExportLens does not know counts as the worst."""
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else -1
+
+
 STATUS_WORDS = {
     "ok": "exports",
     "problems": "has problems",
@@ -39,7 +46,7 @@ STATUS_WORDS = {
     "timeout": "timed out",
     "unsupported": "not supported by this torch",
 }
-MAX_FACT = 3000  # characters of one `data` value shown (the JSON report keeps it whole)
+MAX_FACTS = 20_000  # characters of one finding's `data` shown (the JSON report keeps it whole)
 _BACKTICKS = re.compile(r"`([^`\n]+)`")
 
 
@@ -91,7 +98,11 @@ class Page:
         return f"{self.idx.show(file)}{cell_part}:{line + 1}{col}"
 
     def target_label(self, t: int) -> str:
+        """`models/detr.py · model`; a target named by its call (`export at detr.py:40`) by its place."""
         target = self.doc.targets[t]
+        if target.name.startswith(f"{target.kind} at "):
+            cell = f" · cell {target.cell}" if target.cell is not None else ""
+            return f"{self.idx.show(target.file)}{cell}:{target.line} ({target.kind})"
         return f"{self.idx.show(target.file)} · {target.name}"
 
     def code_title(self, code: str) -> str:
@@ -99,8 +110,10 @@ class Page:
         return info.title if info is not None else code
 
     def finding_link(self, f: int) -> Html:
+        """A finding by its line, short (`detect.py:13`), the whole place in its title."""
         d = self.doc.diagnostics[f]
-        return el("a", self.where(d.file, d.cell, d.range.start.line), href=f"#d-{f}", class_="finding-link")
+        where = self.where(d.file, d.cell, d.range.start.line)
+        return el("a", where.rsplit("/", 1)[-1], href=f"#d-{f}", class_="finding-link", title=where)
 
     # -- the page ---------------------------------------------------------------------------
 
@@ -197,7 +210,7 @@ class Page:
         def key(row: tuple[int | None, str]) -> tuple[int, str, int]:
             i, file = row
             status = self.doc.targets[i].status if i is not None else "error"
-            rank = STATUS_ORDER.index(status) if status in STATUS_ORDER else 0
+            rank = _status_rank(status)
             return (rank, self.idx.show(file), self.doc.targets[i].line if i is not None else 0)
 
         return sorted(rows, key=key)
@@ -211,7 +224,7 @@ class Page:
             "ul",
             [
                 el("li", el("span", s, el("span", str(counts[s]), class_="k"), class_=f"badge st-{s}", title=STATUS_WORDS.get(s, s)), data_status_count=s)
-                for s in sorted(counts, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else -1)
+                for s in sorted(counts, key=_status_rank)
             ],
             class_="chips",
             aria_label="Targets by status",
@@ -222,7 +235,7 @@ class Page:
             el(
                 "label",
                 "Status",
-                el("select", el("option", "any", value=""), [el("option", s, value=s) for s in sorted(counts, key=STATUS_ORDER.index)], id="filter-status"),
+                el("select", el("option", "any", value=""), [el("option", s, value=s) for s in sorted(counts, key=_status_rank)], id="filter-status"),
             ),
             el("label", "Code", el("select", el("option", "any", value=""), [el("option", c, value=c) for c in codes], id="filter-code")),
             el("label", "Find", el("input", type="search", id="filter-text", placeholder="file or target name", autocomplete="off")),
@@ -276,7 +289,7 @@ class Page:
             where, line, anchor = self.idx.show(file), None, f"#{self.file_id(file)}"
         problems = [f for f in findings if is_problem(doc.diagnostics[f])]
         codes = sorted({doc.diagnostics[f].code for f in findings})
-        rank = STATUS_ORDER.index(status) if status in STATUS_ORDER else 0
+        rank = _status_rank(status)
         return el(
             "tr",
             el("td", el("a", where, href=anchor), el("span", f":{line}", class_="sub") if line else None, data_value=f"{where}:{(line or 0):08d}"),
@@ -645,19 +658,14 @@ class Page:
         return el("div", label, el("div", el("table", el("tbody", rows), class_="diff"), class_="table-wrap-diff"))
 
     def facts(self, d: Diagnostic) -> Html | None:
+        """`data` as JSON (every key, known or not): what a hover, a fix or a bug report is made from."""
         if not d.data:
             return None
-        rows = []
-        for key, value in d.data.items():
-            text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
-            if len(text) > MAX_FACT:
-                text = text[:MAX_FACT] + f"\n… ({len(text) - MAX_FACT} more characters in the JSON report)"
-            rows.append(el("tr", el("th", str(key), scope="row", class_="mono"), el("td", el("pre", text))))
-        return el(
-            "details",
-            el("summary", f"Raw facts ({len(rows)}): what torch reported, for hover, fixes and bug reports"),
-            el("table", el("tbody", rows), class_="facts"),
-        )
+        text = json.dumps(d.data, indent=2, ensure_ascii=False, default=str)
+        if len(text) > MAX_FACTS:
+            text = text[:MAX_FACTS] + f"\n… ({len(text) - MAX_FACTS} more characters in the JSON report)"
+        summary = el("summary", f"Raw facts ({_plural(len(d.data), 'key')}): what torch reported, for the hover, the fixes and bug reports")
+        return el("details", summary, el("pre", text, class_="facts"))
 
     # -- silenced ---------------------------------------------------------------------------
 

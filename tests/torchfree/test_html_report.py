@@ -1,0 +1,306 @@
+"""The HTML report from recorded runs (no torch): root causes across targets, underlined ranges,
+fix diffs, the JSON report it is rendered from, and hostile text that must stay text.
+
+The browser test (tests/e2e/htmlReport.ts) opens pages of real runs in Chromium; these tests pin
+the page's content exactly and fast.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import io
+import json
+import os
+import re
+import tokenize
+from pathlib import Path
+from typing import Any
+
+import pytest
+from html_dom import Node, parse
+from replay import CASES_BY_NAME, EXAMPLES, ROOT, replay_sync
+
+from exportlens import notebook
+from exportlens.engine import FileResult
+from exportlens.fixes import registry
+from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related, Report, TextEdit, Verification
+from exportlens.report import document, markup, page
+
+CASES = ["library_project__detect", "library_project__tracker", "data_dependent__item_branch", "two_files__model", "compile__branch", "clean__model"]
+REPORT = ROOT / "server" / "exportlens" / "report"
+
+
+def _replayed() -> tuple[Report, list[FileResult]]:
+    results = [replay_sync(CASES_BY_NAME[name])[0] for name in CASES]
+    report = Report("2.13.0+cpu", [t for r in results for t in r.targets], [d for r in results for d in r.diagnostics])
+    registry.attach(report.diagnostics)
+    return report, results
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    report, results = _replayed()
+    built = document.build(report, results, run=document.run_facts("exportlens check examples/", 1.5))
+    return json.loads(json.dumps(built))  # what a file holds
+
+
+@pytest.fixture(scope="module")
+def dom(doc: dict[str, Any]) -> Node:
+    return parse(page.render(document.parse(doc)))
+
+
+def _finding(dom: Node, file: str, line: int, code: str) -> Node:
+    """The finding article placed on file:line (1-based) with this code."""
+
+    def at(n: Node) -> bool:
+        if n.tag != "article" or "finding" not in n.classes():
+            return False
+        where = n.one("a", "where").text()
+        return where.startswith(f"{file}:{line}:") and n.attrs["data-filter-code"] == code
+
+    return dom.one(where=at)
+
+
+def test_the_json_report_carries_data_owners_and_the_lines_it_shows(doc: dict[str, Any]) -> None:
+    assert doc["version"] == 2 and set(doc) == {"version", "torch", "targets", "diagnostics", "sources", "run"}
+    helper = next(d for d in doc["diagnostics"] if d["file"].endswith("two_files/layers.py"))
+    assert helper["owner"] == str(EXAMPLES / "two_files/model.py")  # a helper's finding belongs to the model file's run
+    lib = next(d for d in doc["diagnostics"] if d["file"].endswith("tracker.py") and "postprocess" in json.dumps(d["data"]))
+    assert lib["data"]["library_frame"]["line"] == 8
+    sources = {(s["file"], s.get("cell")): s for s in doc["sources"]}
+    tracker = sources[(str(EXAMPLES / "library_project/tracker.py"), None)]
+    assert tracker["lines"]["15"] == "        detections = self.detector(frame)" and tracker["count"] == 21
+    postprocess = next(s for (f, _), s in sources.items() if f.endswith("site-packages/minilib/postprocess.py"))
+    assert postprocess["lines"]["8"] == "    if num_kept > max_keep:" and "6" in postprocess["lines"] and "10" in postprocess["lines"]
+    assert set(doc["run"]) == {"command", "seconds", "finished", "exportlens"}
+
+
+def test_summary_counts_every_target_and_its_problems(doc: dict[str, Any], dom: Node) -> None:
+    rows = dom.by_id("target-table").one("tbody").all("tr")
+    assert len(rows) == len(doc["targets"]) == 6
+    by_file = {r.all("td")[0].one("a").text(): r for r in rows}
+    tracker = by_file["library_project/tracker.py"]
+    cells = [td.text() for td in tracker.all("td")]
+    assert cells[1:5] == ["model", "export", "problems", "3"] and cells[7] == "2.13.0+cpu"
+    assert tracker.attrs["data-codes"] == "data-dependent-guard missing-fake-kernel" and tracker.attrs["data-status"] == "problems"
+    assert [td.text() for td in by_file["clean/model.py"].all("td")][3:5] == ["ok", "0"]
+    assert [li.attrs["data-status-count"] + " " + li.one("span", "k").text() for li in dom.by_id("targets").one("ul", "chips").all("li")] == [
+        "problems 5",
+        "ok 1",
+    ]
+    assert dom.one("p", "verdict").text() == f"{sum(1 for d in doc['diagnostics'] if d['severity'] in (1, 2))} problems in 6 targets"
+    codes = {r.attrs["data-code"]: [td.text() for td in r.all("td")] for r in dom.by_id("codes").one("tbody").all("tr")}
+    assert codes["data-dependent-guard"][2:] == ["Export cannot decide a condition that depends on tensor data", "6", "4"]
+    assert codes["missing-fake-kernel"][3:] == ["2", "2"]
+
+
+def test_one_library_line_is_one_root_cause_shared_by_both_targets(doc: dict[str, Any], dom: Node) -> None:
+    causes = dom.by_id("causes").one("tbody").all("tr")
+    shared = [c for c in causes if c.attrs["data-targets"] == "2"]
+    assert [(c.one("a", "where").text(), c.one("code", "expr").text(), c.attrs["data-filter-code"]) for c in shared] == [
+        ("minilib/detector.py:16", "decode_boxes(images)", "missing-fake-kernel"),
+        ("minilib/detector.py:17", "boxes.shape[0] == 0", "data-dependent-guard"),
+        ("minilib/postprocess.py:8", "num_kept > max_keep", "data-dependent-guard"),
+    ]
+    assert causes[:3] == shared  # the causes shared by the most targets first
+    postprocess = shared[2]
+    links = [a.attrs["href"] for a in postprocess.all("a", "target-link")]
+    labels = [a.text() for a in postprocess.all("a", "target-link")]
+    assert labels == ["library_project/detect.py · model", "library_project/tracker.py · model"]
+    for href in links:  # each link lands on its target in the findings
+        assert dom.by_id(href[1:]).one("b").text() == "model"
+    findings = [dom.by_id(a.attrs["href"][1:]) for a in postprocess.all("a", "finding-link")]
+    assert [f.one("a", "where").text() for f in findings] == ["library_project/detect.py:13:17", "library_project/tracker.py:15:22"]
+    assert "in the library minilib" in postprocess.text()
+
+
+def test_a_library_finding_shows_the_user_line_the_library_line_and_the_chain(dom: Node) -> None:
+    f = next(a for a in dom.all("article", "finding") if a.one("a", "where").text().startswith("library_project/tracker.py:15:") and "num_kept" in a.text())
+    user, library = f.all("figure", "excerpt")
+    hit = user.one("span", "hit")
+    assert hit.attrs["data-line"] == "15" and hit.one("span", "ul").text() == "self.detector(frame)"
+    assert [n.attrs["data-line"] for n in user.all("span", "l")] == ["13", "14", "15", "16", "17"]
+    assert library.one("figcaption").text() == "minilib/postprocess.py:8 · inside the library minilib, in limit_detections"
+    assert library.one("span", "hit").attrs["data-line"] == "8" and library.one("span", "ul").text() == "num_kept > max_keep"
+    chain = [li.text() for li in f.one("ol", "chain").all("li")]
+    assert chain == [
+        "library_project/tracker.py:15 in forward detections = self.detector(frame)",
+        "minilib/detector.py:20 in TinyDetector.forward kept = limit_detections(boxes, scores, self.max_keep) (library)",
+        "minilib/postprocess.py:8 in limit_detections if num_kept > max_keep: (library)",
+    ]
+    related = f.one("ul", "related").all("li")  # the library line is the excerpt above; the entry into the library stays
+    assert len(related) == 1 and related[0].text().startswith("minilib/detector.py:20:16: the library is entered here")
+    assert "root cause shared by 2 targets, 2 findings" in f.one("div", "meta").text()
+
+
+def test_the_range_is_underlined_on_its_line_and_each_fix_is_a_diff(dom: Node) -> None:
+    f = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard")
+    hit = f.one("figure", "excerpt").one("span", "hit")
+    assert hit.attrs["data-line"] == "9" and hit.text() == "        if n > 2:" and hit.one("span", "ul").text() == "n > 2"
+    fixes = f.all("div", "fix")
+    assumption = next(x for x in fixes if "assumption: n > 2" in x.text())
+    added = [[td.text() for td in tr.all("td")] for tr in assumption.one("table", "diff").all("tr", "added")]
+    assert added == [["", "9", "+", "        torch._check(n > 2)"]]
+    context = [[td.text() for td in tr.all("td")] for tr in assumption.one("table", "diff").all("tr", "context")]
+    assert context[0] == ["6", "6", " ", "class Threshold(torch.nn.Module):"] and context[-1] == ["11", "12", " ", "        return y - 1"]
+    assert assumption.one("span", "outcome").text() == "not verified"  # replayed runs verify nothing; the report says so
+    rewrite = next(x for x in fixes if "torch.cond" in x.one("span", "fix-title").text())
+    assert rewrite.one("span", "tag", where=lambda n: "rewrite" in n.classes()).text() == "rewrite"
+    removed = [[td.text() for td in tr.all("td")] for tr in rewrite.one("table", "diff").all("tr", "removed")]
+    assert ["9", "", "-", "        if n > 2:"] in removed
+
+
+def test_a_verified_fix_shows_its_outcome_and_what_it_assumes(doc: dict[str, Any]) -> None:
+    verified = copy.deepcopy(doc)
+    d = next(x for x in verified["diagnostics"] if x["file"].endswith("item_branch.py"))
+    d["fixes"][0]["verification"] = Verification(EXPORT_PASSES, same_outputs=True, seconds=0.42).to_json()
+    d["fixes"][1]["verification"] = Verification("breaks", ("export-error",), False, "n <= 2", 0.1, "the model now raises").to_json()
+    dom = parse(page.render(document.parse(verified)))
+    fixes = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard").all("div", "fix")
+    assert [(x.attrs["data-outcome"], x.one("span", "outcome").text()) for x in fixes] == [
+        ("export-passes", "export passes ✓"),
+        ("breaks", "breaks the target"),
+        ("not-verified", "not verified"),
+    ]
+    assert fixes[0].one("div", "why").text() == "the model's outputs on the example inputs are unchanged; verified in 0.4 s"
+    assert fixes[1].one("div", "why").text().startswith("remaining: export-error; changes the model's outputs")
+
+
+def test_a_helper_files_finding_belongs_to_the_target_that_ran_it(dom: Node) -> None:
+    f = _finding(dom, "two_files/layers.py", 8, "data-dependent-guard")
+    (link,) = f.one("div", "meta").all("a")
+    assert dom.by_id(link.attrs["href"][1:]).text().startswith("problems model (export, line")
+    section = next(s for s in dom.all("section", "file") if s.one("h3").text() == "two_files/layers.py")
+    assert section.one("p", "hint").text() == "Found by running two_files/model.py."
+
+
+def test_the_page_is_self_contained_and_allows_only_its_own_script_and_style(dom: Node) -> None:
+    (script,) = dom.all("script")
+    (style,) = dom.all("style")
+    csp = dom.one("meta", where=lambda n: n.attrs.get("http-equiv") == "Content-Security-Policy").attrs["content"]
+
+    def sha(text: str) -> str:
+        return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+    assert f"script-src 'sha256-{sha(script.text())}'" in csp and f"style-src 'sha256-{sha(style.text())}'" in csp
+    assert "default-src 'none'" in csp and "connect-src 'none'" in csp
+    assert not [n for n in dom.walk() if n.attrs.get("src") or n.tag in ("link", "img", "iframe", "object")]
+    assert not [n for n in dom.walk() if any(k.startswith("on") or k == "style" for k in n.attrs)]  # no inline handlers or styles
+
+
+def test_a_report_from_json_renders_the_same_page(doc: dict[str, Any]) -> None:
+    report, results = _replayed()
+    direct = document.build(report, results, run=doc["run"])
+    assert page.render(document.parse(direct)) == page.render(document.parse(doc))
+
+
+HOSTILE = '</pre></code><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">&amp;'
+
+
+def _hostile_doc(tmp_path: Path) -> dict[str, Any]:
+    file = str(tmp_path / "<b>model</b>.py")
+    rng = Range.of(2, 4, 2, 10)
+    verified = Verification("breaks", (HOSTILE,), False, HOSTILE, 0.1, HOSTILE)
+    fix = Fix(f"Add `{HOSTILE}`", (TextEdit(file, Range.of(2, 0, 2, 0), f"    # {HOSTILE}\n"),), True, HOSTILE, verified)
+    diag = Diagnostic(file, rng, 1, "dim-specialized", f"raised {HOSTILE}", f"model{HOSTILE}", fixes=[fix], data={HOSTILE: {"new_key": HOSTILE}, "x": HOSTILE})
+    diag.related.append(Related(file, rng, HOSTILE))
+    out = {
+        "version": 2,
+        "torch": HOSTILE,
+        "targets": [{"name": f"model{HOSTILE}", "file": file, "line": 3, "kind": HOSTILE, "status": HOSTILE, "seconds": 0.5}],
+        "diagnostics": [{**diag.to_json(), "data": diag.data, "owner": file}],
+        "sources": [{"file": file, "count": 5, "lines": {str(i): f"x = {HOSTILE!r}  # {HOSTILE}" for i in range(1, 6)}}],
+        "run": {"command": HOSTILE, "combined": HOSTILE, "finished": HOSTILE},
+        "unsupported": HOSTILE,
+    }
+    return out
+
+
+def test_hostile_text_anywhere_stays_text(tmp_path: Path) -> None:
+    html = page.render(document.parse(_hostile_doc(tmp_path)))
+    dom = parse(html)
+    assert len(dom.all("script")) == 1 and not dom.all("img") and not dom.all("b", where=lambda n: "model" == n.text())
+    assert not [n for n in dom.walk() if any(k.startswith("on") for k in n.attrs)]
+    text = dom.text()
+    assert text.count(HOSTILE) >= 10  # message, source lines, fix, verification, data, target, torch, run...
+    f = dom.one("article", "finding")
+    assert f.one("figure", "excerpt").one("span", "ul").text() == repr(HOSTILE)[:6]  # the range's six characters, on the line as written
+    assert f.one("span", "title").text() == "dim-specialized"  # a code this ExportLens does not know: shown by name
+    facts = json.loads(f.one("pre", "facts").text())
+    assert facts == {HOSTILE: {"new_key": HOSTILE}, "x": HOSTILE}  # unknown data keys, as they are
+
+
+def test_markup_builds_only_safe_markup() -> None:
+    assert markup.el("p", "<i>", title='"x"') == '<p title="&quot;x&quot;">&lt;i&gt;</p>'
+    assert markup.el("p", markup.el("i", "ok")) == "<p><i>ok</i></p>"
+    for bad in ("script", "style", "p onclick", "<p>"):
+        with pytest.raises(ValueError):
+            markup.el(bad)
+    with pytest.raises(ValueError):
+        markup.el("p", **{"on click": "x"})
+    with pytest.raises(ValueError):
+        markup.raw_asset("script", "a</script><script>b")
+
+
+def test_markup_is_written_only_in_the_escaping_home() -> None:
+    """No other module of the report package writes a tag by hand (`<p`, `</td`, `<!`): all markup goes through `markup`."""
+    offenders = []
+    for path in sorted(REPORT.glob("*.py")):
+        if path.name in ("markup.py", "assets.py"):
+            continue
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type in (tokenize.STRING, getattr(tokenize, "FSTRING_MIDDLE", -1)) and re.search(r"</?[A-Za-z!]", tok.string):
+                offenders.append(f"{path.name}:{tok.start[0]}: {tok.string[:60]}")
+    assert offenders == []
+    assert not [p.name for p in REPORT.glob("*.py") if p.name != "markup.py" and re.search(r"\bhtml\.escape\b|^import html\b", p.read_text(), re.M)]
+
+
+def test_parts_of_one_run_merge_and_a_file_two_workers_checked_counts_once(doc: dict[str, Any]) -> None:
+    first, second = copy.deepcopy(doc), copy.deepcopy(doc)
+    second["torch"] = "2.14.1+cpu"
+    second["targets"] = [t for t in second["targets"] if t["file"].endswith("tracker.py")]
+    merged = document.merge([first, second], run={"combined": "2 pytest-xdist workers"})
+    assert len(merged["targets"]) == len(doc["targets"]) and len(merged["diagnostics"]) == len(doc["diagnostics"])
+    assert merged["torch"] == "2.13.0+cpu, 2.14.1+cpu" and {t["torch"] for t in merged["targets"]} == {"2.13.0+cpu"}
+    dom = parse(page.render(document.parse(merged)))
+    assert "2 pytest-xdist workers" in dom.one("dl", "facts").text()
+
+
+def test_an_older_report_without_data_or_sources_still_renders(doc: dict[str, Any]) -> None:
+    old = {k: v for k, v in doc.items() if k not in ("sources", "run")}
+    old["diagnostics"] = [{k: v for k, v in d.items() if k not in ("data", "owner")} for d in doc["diagnostics"]]
+    dom = parse(page.render(document.parse(old)))
+    f = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard")
+    assert f.one("span", "ul").text() == "n > 2"  # the lines come from the files on disk
+    causes = dom.by_id("causes").one("tbody").all("tr")
+    assert not [c for c in causes if c.attrs["data-targets"] == "2"]  # without `data`, a library problem groups by the user's line
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"version": "2.1.0", "$schema": "x", "runs": []}, "this is a SARIF log"),
+        ({"version": 9, "diagnostics": []}, "report schema version 9: this ExportLens reads versions 1, 2"),
+        ([1, 2], "not an ExportLens JSON report"),
+        ({"version": 2, "diagnostics": [{"file": "a.py"}]}, "diagnostics[0] is not a diagnostic (KeyError: 'range')"),
+    ],
+)
+def test_what_is_not_a_report_is_said_plainly(doc: Any, message: str) -> None:
+    with pytest.raises(document.ReportError, match=re.escape(message)):
+        document.parse(doc)
+
+
+def test_outcome_words_are_the_editors() -> None:
+    assert Verification(EXPORT_PASSES).words("graph-break") == "no graph break left ✓"
+    assert Verification("fixes-this", ("guard-added",)).words() == "fixes this; 1 problem remains"
+    assert Verification("no-effect").words() == "does not help"
+
+
+def test_a_notebook_fix_that_assumes_stays_an_assumption() -> None:
+    script = notebook.join([notebook.Cell(0, "code", "import torch\nn = 3\nif n > 2:\n    pass\n")])
+    mapper = notebook.Mapper("nb.ipynb", os.path.abspath(".nb.py"), script)
+    fix = Fix("Add `torch._check(n > 2)`", (TextEdit(mapper.shadow, Range.of(2, 0, 2, 0), "torch._check(n > 2)\n"),), True, "n > 2")
+    mapped = mapper.fix(fix)
+    assert mapped is not None and mapped.assumes == "n > 2" and mapped.edits[0].cell == 0
