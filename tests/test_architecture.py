@@ -109,6 +109,7 @@ def test_server_cli_findings_and_fixes_run_without_torch() -> None:
     code = (
         "import sys\n"
         "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fixes.registry, exportlens.sarif\n"
+        "import exportlens.report.page, exportlens.report.pytest_html\n"
         "import exportlens.lsp.server\n"
         "exportlens.lsp.server.create_server()\n"
         "print('torch' in sys.modules)\n"

@@ -208,7 +208,7 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
         const statuses: Record<string, number> = {};
         json.targets.forEach((t) => (statuses[t.status] = (statuses[t.status] ?? 0) + 1));
         const chips = await page
-          .locator('#targets ul.chips li')
+          .locator('#statuses li')
           .evaluateAll((lis) =>
             Object.fromEntries(lis.map((li) => [li.getAttribute('data-status-count') ?? '', Number(li.querySelector('.k')?.textContent)])),
           );
@@ -231,9 +231,9 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
           'the library project rows',
         );
         const codes = await page
-          .locator('#codes tbody tr')
-          .evaluateAll((trs) =>
-            Object.fromEntries(trs.map((tr) => [tr.getAttribute('data-code') ?? '', Number(tr.querySelectorAll('td')[3]?.textContent)])),
+          .locator('#codes li')
+          .evaluateAll((lis) =>
+            Object.fromEntries(lis.map((li) => [li.getAttribute('data-code') ?? '', Number(li.querySelector('.k')?.textContent)])),
           );
         const counted: Record<string, number> = {};
         json.diagnostics.forEach((d) => (counted[d.code] = (counted[d.code] ?? 0) + 1));
@@ -340,9 +340,18 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
         await page.locator('#filter-status').selectOption('ok');
         same((await visibleRows(page)).length, 0, 'no target is ok and has a missing fake kernel');
         await page.locator('#filter-status').selectOption('');
-        await page.locator('#filter-code').selectOption('data-dependent-guard');
+        await page.locator('#filter-code').selectOption('');
+        await page.locator('button.chip[data-only-code="data-dependent-guard"]').press('Enter'); // a code's chip filters too
+        same(await page.locator('#filter-code').inputValue(), 'data-dependent-guard', 'the chip sets the code filter');
+        same(
+          await page.locator('button.chip[aria-pressed="true"]').getAttribute('data-only-code'),
+          'data-dependent-guard',
+          'the chip shows it is on',
+        );
         await page.evaluate(() => window.scrollTo(0, 0));
+        await page.setViewportSize({ width: 1400, height: 1280 });
         await page.screenshot({ path: path.join(ctx.out, 'html-report.png') });
+        await page.setViewportSize({ width: 1400, height: 1000 });
       },
       filter,
     );
@@ -355,6 +364,7 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
         const off = await open(root, 'nojs', examplesHtml, { javaScriptEnabled: false });
         try {
           check(await off.page.locator('#filters').isHidden(), 'the filters need JavaScript: hidden without it');
+          check(await off.page.locator('button.chip').first().isDisabled(), "a code's chip filters only with JavaScript");
           check(await off.page.locator('noscript p').isVisible(), 'the page says sorting and filtering need JavaScript');
           same(
             await off.page.locator('#target-table tbody tr:visible').count(),

@@ -86,14 +86,17 @@ def test_summary_counts_every_target_and_its_problems(doc: dict[str, Any], dom: 
     assert cells[1:5] == ["model", "export", "problems", "3"] and cells[7] == "2.13.0+cpu"
     assert tracker.attrs["data-codes"] == "data-dependent-guard missing-fake-kernel" and tracker.attrs["data-status"] == "problems"
     assert [td.text() for td in by_file["clean/model.py"].all("td")][3:5] == ["ok", "0"]
-    assert [li.attrs["data-status-count"] + " " + li.one("span", "k").text() for li in dom.by_id("targets").one("ul", "chips").all("li")] == [
+    assert [li.attrs["data-status-count"] + " " + li.one("span", "k").text() for li in dom.by_id("statuses").all("li")] == [
         "problems 5",
         "ok 1",
     ]
     assert dom.one("p", "verdict").text() == f"{sum(1 for d in doc['diagnostics'] if d['severity'] in (1, 2))} problems in 6 targets"
-    codes = {r.attrs["data-code"]: [td.text() for td in r.all("td")] for r in dom.by_id("codes").one("tbody").all("tr")}
-    assert codes["data-dependent-guard"][2:] == ["Export cannot decide a condition that depends on tensor data", "6", "4"]
-    assert codes["missing-fake-kernel"][3:] == ["2", "2"]
+    codes = {
+        li.attrs["data-code"]: (li.attrs["data-findings"], li.attrs["data-targets"], li.one("button").attrs["title"]) for li in dom.by_id("codes").all("li")
+    }
+    assert codes["data-dependent-guard"] == ("6", "4", "Export cannot decide a condition that depends on tensor data (error): show only these")
+    assert codes["missing-fake-kernel"][:2] == ("2", "2") and codes["graph-break"][2].endswith("(warning): show only these")  # its default severity
+    assert list(codes)[-1] == "graph-break"  # errors first
 
 
 def test_one_library_line_is_one_root_cause_shared_by_both_targets(doc: dict[str, Any], dom: Node) -> None:

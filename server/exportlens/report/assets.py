@@ -84,10 +84,18 @@ th[aria-sort="descending"] button.sort::after { content: " \\2193"; opacity: 1; 
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tbody tr:hover td { background: var(--panel); }
 td .sub { color: var(--muted); font-size: 12.5px; }
-table.targets td:nth-child(1), table.targets td:nth-child(2) { white-space: nowrap; }
+table.targets td:nth-child(1) { white-space: nowrap; }
 td .codes { display: flex; flex-wrap: wrap; gap: 4px; }
-button.only { font: inherit; font-size: 12px; color: var(--link); background: none; border: 1px solid var(--line); border-radius: 6px;
-  padding: 0 6px; cursor: pointer; margin-left: 6px; }
+ul.codes li { display: flex; }
+button.chip { font: inherit; font-size: 12.5px; color: var(--fg); background: var(--bg); border: 1px solid var(--line);
+  border-left: 3px solid var(--sev); border-radius: 6px; padding: 2px 8px; display: flex; gap: 6px; align-items: baseline; }
+button.chip:disabled { cursor: default; }
+button.chip:not(:disabled) { cursor: pointer; }
+button.chip:not(:disabled):hover { background: var(--panel); }
+button.chip[aria-pressed="true"] { background: var(--panel2); border-color: var(--focus); }
+button.chip .code-name { background: none; padding: 0; }
+button.chip .k { font-weight: 700; }
+button.chip .sub { color: var(--muted); font-size: 12px; }
 table.causes td { font-size: 13.5px; }
 table.causes tr.cause td:first-child { border-left: 4px solid var(--sev); }
 table.causes .many { font-size: 17px; font-weight: 700; }
@@ -171,6 +179,7 @@ SCRIPT = """
   var text = document.getElementById("filter-text");
   var shown = document.getElementById("filter-count");
   var coded = Array.prototype.slice.call(document.querySelectorAll("[data-filter-code]"));
+  var chips = Array.prototype.slice.call(document.querySelectorAll("button[data-only-code]"));
   form.hidden = false;
 
   function apply() {
@@ -184,18 +193,18 @@ SCRIPT = """
     });
     coded.forEach(function (e) { e.hidden = !!c && e.getAttribute("data-filter-code") !== c; });
     shown.textContent = n + " of " + rows.length + " targets" + (c ? "; findings and root causes of " + c + " only" : "");
+    chips.forEach(function (b) { b.setAttribute("aria-pressed", b.getAttribute("data-only-code") === c ? "true" : "false"); });
   }
   [status, code].forEach(function (e) { e.addEventListener("change", apply); });
   text.addEventListener("input", apply);
   form.addEventListener("submit", function (e) { e.preventDefault(); });
 
-  Array.prototype.slice.call(document.querySelectorAll("button[data-only-code]")).forEach(function (b) {
-    b.hidden = false;
+  chips.forEach(function (b) {
+    b.disabled = false;
     b.addEventListener("click", function () {
-      code.value = b.getAttribute("data-only-code");
+      var c = b.getAttribute("data-only-code");
+      code.value = code.value === c ? "" : c;
       apply();
-      code.focus();
-      document.getElementById("targets").scrollIntoView();
     });
   });
 

@@ -138,7 +138,6 @@ class Page:
                     "div",
                     self.unsupported(),
                     self.targets_block(),
-                    self.codes_block(),
                     self.causes_block(),
                     self.files_block(),
                     self.ignored_block(),
@@ -176,7 +175,6 @@ class Page:
         nav = el(
             "nav",
             el("a", "Targets", href="#targets"),
-            el("a", "Codes", href="#codes"),
             el("a", "Root causes", href="#causes"),
             el("a", "Findings", href="#findings"),
             class_="sections",
@@ -227,6 +225,7 @@ class Page:
                 for s in sorted(counts, key=_status_rank)
             ],
             class_="chips",
+            id="statuses",
             aria_label="Targets by status",
         )
         codes = sorted({d.code for d in doc.diagnostics})
@@ -267,6 +266,7 @@ class Page:
             "section",
             el("h2", "Targets", el("span", str(len(doc.targets)), class_="n")),
             chips,
+            self.code_counts(),
             filters,
             el("noscript", el("p", "Sorting and filtering the table need JavaScript; everything else on this page is here without it.", class_="hint")),
             empty or table,
@@ -308,49 +308,45 @@ class Page:
 
     # -- codes ------------------------------------------------------------------------------
 
-    def codes_block(self) -> Html | None:
+    def code_counts(self) -> Html | None:
+        """Findings and targets per code, most severe code first (its default severity, from `codes`)."""
         doc = self.doc
-        if not doc.diagnostics:
-            return None
         stats: dict[str, tuple[list[int], set[int], int]] = {}
         for f, d in enumerate(doc.diagnostics):
             found, targets, severity = stats.get(d.code, ([], set(), d.severity))
             found.append(f)
             targets.update(self.idx.finding_targets[f])
             stats[d.code] = (found, targets, min(severity, d.severity))
-        rows = []
-        for code, (found, targets, severity) in sorted(stats.items(), key=lambda kv: (kv[1][2], -len(kv[1][0]), kv[0])):
-            info = CODES.get(code)
-            rows.append(
+        if not stats:
+            return None
+        chips = []
+        for code, (found, targets, seen) in sorted(stats.items(), key=lambda kv: (self.severity_of(kv[0], kv[1][2]), -len(kv[1][0]), kv[0])):
+            severity = self.severity_of(code, seen)
+            chips.append(
                 el(
-                    "tr",
+                    "li",
                     el(
-                        "td",
+                        "button",
                         el("span", code, class_="code-name"),
-                        el("button", "show only", type="button", class_="only", data_only_code=code, hidden=True, aria_label=f"Show only {code}"),
+                        el("span", str(len(found)), class_="k"),
+                        el("span", f"in {_plural(len(targets), 'target')}", class_="sub"),
+                        type="button",
+                        class_="chip",
+                        data_only_code=code,
+                        disabled=True,  # the script enables it: a filter needs JavaScript
+                        title=f"{self.code_title(code)} ({SEVERITY.get(severity, 'note')}): show only these",
                     ),
-                    el("td", el("span", SEVERITY.get(severity, "note"), class_="sev-text"), class_=f"sev-{severity}"),
-                    el("td", info.title if info is not None else "(a code this ExportLens does not describe)"),
-                    el("td", str(len(found)), class_="num"),
-                    el("td", str(len(targets)), class_="num"),
+                    class_=f"sev-{severity}",
                     data_code=code,
+                    data_findings=str(len(found)),
+                    data_targets=str(len(targets)),
                 )
             )
-        head = el(
-            "tr",
-            el("th", "Code", scope="col"),
-            el("th", "Severity", scope="col"),
-            el("th", "What it means", scope="col"),
-            el("th", "Findings", scope="col", class_="num"),
-            el("th", "Targets", scope="col", class_="num"),
-        )
-        return el(
-            "section",
-            el("h2", "Codes", el("span", str(len(stats)), class_="n")),
-            el("div", el("table", el("thead", head), el("tbody", rows), class_="codes"), class_="table-wrap"),
-            id="codes",
-            class_="block",
-        )
+        return el("ul", chips, id="codes", class_="chips codes", aria_label="Findings by code")
+
+    def severity_of(self, code: str, seen: int) -> int:
+        info = CODES.get(code)
+        return info.severity if info is not None else seen
 
     # -- root causes ------------------------------------------------------------------------
 
