@@ -73,7 +73,7 @@ def test_report_says_plainly_what_it_cannot_render(tmp_path: Path) -> None:
     doc = cli("check", "examples/clean", "--format", "json").stdout
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
     piped = subprocess.run([sys.executable, "-m", "exportlens", "report", "-"], input=doc, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
-    assert piped.returncode == 0 and parse(piped.stdout).one("p", "verdict").text() == "No problems: 1 target export as asked"
+    assert piped.returncode == 0 and parse(piped.stdout).one("p", "verdict").text() == "No problems in 1 target"
 
 
 def test_markup_in_a_source_file_and_in_an_exception_stays_text() -> None:

@@ -307,3 +307,21 @@ def test_a_notebook_fix_that_assumes_stays_an_assumption() -> None:
     fix = Fix("Add `torch._check(n > 2)`", (TextEdit(mapper.shadow, Range.of(2, 0, 2, 0), "torch._check(n > 2)\n"),), True, "n > 2")
     mapped = mapper.fix(fix)
     assert mapped is not None and mapped.assumes == "n > 2" and mapped.edits[0].cell == 0
+
+
+def test_report_renders_several_json_reports_as_one_page(doc: dict[str, Any], tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    from exportlens import cli
+
+    first, second = copy.deepcopy(doc), copy.deepcopy(doc)
+    first["targets"] = [t for t in doc["targets"] if "library_project" in t["file"]]
+    first["diagnostics"] = [d for d in doc["diagnostics"] if "library_project" in d["owner"]]
+    (tmp_path / "a.json").write_text(json.dumps(first))
+    (tmp_path / "b.json").write_text(json.dumps(second))
+    assert cli.main(["report", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    dom = parse(capsysbinary.readouterr().out.decode("utf-8"))
+    assert len(dom.by_id("target-table").one("tbody").all("tr")) == len(doc["targets"])  # the shared files once
+    facts = {d.one("dt").text(): d.one("dd").text() for d in dom.one("dl", "facts").all("div")}
+    assert facts["combined"] == "2 reports" and facts["command"] == "exportlens check examples/"
+    (tmp_path / "bad.json").write_text("{")
+    assert cli.main(["report", str(tmp_path / "bad.json")]) == 2
+    assert capsysbinary.readouterr().err.decode().startswith(f"exportlens: error: {tmp_path / 'bad.json'}: not JSON (")

@@ -25,7 +25,7 @@ from exportlens.report import assets
 from exportlens.report.causes import Cause, Index, is_problem
 from exportlens.report.diff import GAP, FileDiff, file_diffs
 from exportlens.report.document import ReportDoc
-from exportlens.report.markup import Child, Html, el, join, raw_asset
+from exportlens.report.markup import Child, Html, document, el, join, raw_asset
 from exportlens.report.sources import CONTEXT, MAX_SPAN, Sources, collect, disk_reader, library_line, library_related
 
 SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
@@ -146,8 +146,6 @@ class Page:
             ),
             raw_asset("script", assets.SCRIPT),
         ]
-        from exportlens.report.markup import document
-
         return document(head, body)
 
     def header(self) -> Html:
@@ -156,7 +154,7 @@ class Page:
         if self.problems or not_ok:
             verdict = el("p", f"{_plural(self.problems, 'problem')} in {_plural(len(doc.targets), 'target')}", class_="verdict bad")
         elif doc.targets:
-            verdict = el("p", f"No problems: {_plural(len(doc.targets), 'target')} export as asked", class_="verdict good")
+            verdict = el("p", f"No problems in {_plural(len(doc.targets), 'target')}", class_="verdict good")
         else:
             verdict = el("p", "No targets were checked", class_="verdict")
         facts: list[tuple[str, str]] = []
