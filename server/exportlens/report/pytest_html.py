@@ -41,7 +41,7 @@ class HtmlReport:
         from exportlens.fixes.registry import attach, read_disk
         from exportlens.model import Report
 
-        engine = self.runner._engine()
+        engine = self.runner._engine()  # the plugin's own runner (pytest_plugin._Runner): its engine and event loop
         for result in results:
             if verify.problems(result.diagnostics):
                 self.runner._call(verify.verify_result(engine, result, read=read_disk, budget=VERIFY_BUDGET, jobs=1))
