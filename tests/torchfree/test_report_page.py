@@ -325,3 +325,12 @@ def test_report_renders_several_json_reports_as_one_page(doc: dict[str, Any], tm
     (tmp_path / "bad.json").write_text("{")
     assert cli.main(["report", str(tmp_path / "bad.json")]) == 2
     assert capsysbinary.readouterr().err.decode().startswith(f"exportlens: error: {tmp_path / 'bad.json'}: not JSON (")
+
+
+def test_the_json_report_is_strict_json_whatever_torch_observed() -> None:
+    d = Diagnostic(
+        "/m.py", Range.of(0, 0, 0, 1), 1, "data-dependent-guard", "m", "model", data={"values": {"u0": float("nan"), "u1": float("inf")}, "obj": object()}
+    )
+    doc = document.build(Report("t", [], [d]), [])
+    json.loads(json.dumps(doc, allow_nan=False))  # raises on NaN or Infinity
+    assert doc["diagnostics"][0]["data"]["values"] == {"u0": "nan", "u1": "inf"} and doc["diagnostics"][0]["data"]["obj"].startswith("<object")

@@ -12,6 +12,7 @@ the parts of one run (pytest-xdist workers, CI shards) into one report.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -31,8 +32,19 @@ class ReportError(ValueError):
 
 
 def _plain(value: Any) -> Any:
-    """`data` as plain JSON (a value torch gave as an object becomes its text)."""
-    return json.loads(json.dumps(value, default=str))
+    """`data` as strict JSON: a value torch gave as an object becomes its text, and so does a
+    float that JSON cannot hold (`nan`, `inf`: an observed value may be one)."""
+
+    def strict(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        if isinstance(v, dict):
+            return {str(k): strict(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [strict(x) for x in v]
+        return v
+
+    return strict(json.loads(json.dumps(value, default=str)))
 
 
 def _diagnostic_json(d: Diagnostic, owner: str | None) -> dict[str, Any]:
