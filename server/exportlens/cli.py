@@ -238,14 +238,14 @@ def run_check(args: argparse.Namespace) -> int:
             print("\n".join(f"not fixed: {s}" for s in changed.skipped), file=sys.stderr)
         return 1 if count_problems(report) else 0
     if args.format in ("json", "html"):
-        from exportlens.report import document, page
+        from exportlens.report import jsonreport, page
 
-        doc = document.build(report, results, show_ignored=args.show_ignored, run=document.run_facts(f"exportlens check {' '.join(args.paths)}", seconds))
+        doc = jsonreport.build(report, results, show_ignored=args.show_ignored, run=jsonreport.run_facts(f"exportlens check {' '.join(args.paths)}", seconds))
         if args.format == "json":
             print(json.dumps(doc, indent=2, ensure_ascii=False))
         else:
             sys.stdout.flush()
-            sys.stdout.buffer.write(page.to_bytes(page.render(document.parse(doc))))
+            sys.stdout.buffer.write(page.to_bytes(page.render(jsonreport.parse(doc))))
     elif args.format == "sarif":
         from exportlens.sarif import to_sarif
 
@@ -264,18 +264,18 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """`exportlens report REPORT.json...`: the page of one JSON report, or of several combined."""
-    from exportlens.report import document, page
+    from exportlens.report import jsonreport, page
 
     docs = []
     for path in args.reports:
         try:
-            docs.append(document.read(path))
-        except document.ReportError as exc:
+            docs.append(jsonreport.read(path))
+        except jsonreport.ReportError as exc:
             print(f"exportlens: error: {'stdin' if path == '-' else path}: {exc}", file=sys.stderr)
             return 2
-    doc = docs[0] if len(docs) == 1 else document.merge(docs, run={**docs[0].get("run", {}), "combined": f"{len(docs)} reports"})
+    doc = docs[0] if len(docs) == 1 else jsonreport.merge(docs, run={**docs[0].get("run", {}), "combined": f"{len(docs)} reports"})
     sys.stdout.flush()
-    sys.stdout.buffer.write(page.to_bytes(page.render(document.parse(doc))))
+    sys.stdout.buffer.write(page.to_bytes(page.render(jsonreport.parse(doc))))
     return 0
 
 

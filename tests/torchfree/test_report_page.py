@@ -26,7 +26,7 @@ from exportlens import notebook
 from exportlens.engine import FileResult
 from exportlens.fixes import registry
 from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related, Report, TextEdit, Verification
-from exportlens.report import document, markup, page
+from exportlens.report import jsonreport, markup, page
 
 CASES = ["library_project__detect", "library_project__tracker", "data_dependent__item_branch", "two_files__model", "compile__branch", "clean__model"]
 REPORT = ROOT / "server" / "exportlens" / "report"
@@ -42,13 +42,13 @@ def _replayed() -> tuple[Report, list[FileResult]]:
 @pytest.fixture(scope="module")
 def doc() -> dict[str, Any]:
     report, results = _replayed()
-    built = document.build(report, results, run=document.run_facts("exportlens check examples/", 1.5))
+    built = jsonreport.build(report, results, run=jsonreport.run_facts("exportlens check examples/", 1.5))
     return json.loads(json.dumps(built))  # what a file holds
 
 
 @pytest.fixture(scope="module")
 def dom(doc: dict[str, Any]) -> Node:
-    return parse(page.render(document.parse(doc)))
+    return parse(page.render(jsonreport.parse(doc)))
 
 
 def _finding(dom: Node, file: str, line: int, code: str) -> Node:
@@ -160,7 +160,7 @@ def test_a_verified_fix_shows_its_outcome_and_what_it_assumes(doc: dict[str, Any
     d = next(x for x in verified["diagnostics"] if x["file"].endswith("item_branch.py"))
     d["fixes"][0]["verification"] = Verification(EXPORT_PASSES, same_outputs=True, seconds=0.42).to_json()
     d["fixes"][1]["verification"] = Verification("breaks", ("export-error",), False, "n <= 2", 0.1, "the model now raises").to_json()
-    dom = parse(page.render(document.parse(verified)))
+    dom = parse(page.render(jsonreport.parse(verified)))
     fixes = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard").all("div", "fix")
     assert [(x.attrs["data-outcome"], x.one("span", "outcome").text()) for x in fixes] == [
         ("export-passes", "export passes ✓"),
@@ -195,8 +195,8 @@ def test_the_page_is_self_contained_and_allows_only_its_own_script_and_style(dom
 
 def test_a_report_from_json_renders_the_same_page(doc: dict[str, Any]) -> None:
     report, results = _replayed()
-    direct = document.build(report, results, run=doc["run"])
-    assert page.render(document.parse(direct)) == page.render(document.parse(doc))
+    direct = jsonreport.build(report, results, run=doc["run"])
+    assert page.render(jsonreport.parse(direct)) == page.render(jsonreport.parse(doc))
 
 
 HOSTILE = '</pre></code><script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">&amp;'
@@ -222,7 +222,7 @@ def _hostile_doc(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_hostile_text_anywhere_stays_text(tmp_path: Path) -> None:
-    html = page.render(document.parse(_hostile_doc(tmp_path)))
+    html = page.render(jsonreport.parse(_hostile_doc(tmp_path)))
     dom = parse(html)
     assert len(dom.all("script")) == 1 and not dom.all("img") and not dom.all("b", where=lambda n: "model" == n.text())
     assert not [n for n in dom.walk() if any(k.startswith("on") for k in n.attrs)]
@@ -264,17 +264,17 @@ def test_parts_of_one_run_merge_and_a_file_two_workers_checked_counts_once(doc: 
     first, second = copy.deepcopy(doc), copy.deepcopy(doc)
     second["torch"] = "2.14.1+cpu"
     second["targets"] = [t for t in second["targets"] if t["file"].endswith("tracker.py")]
-    merged = document.merge([first, second], run={"combined": "2 pytest-xdist workers"})
+    merged = jsonreport.merge([first, second], run={"combined": "2 pytest-xdist workers"})
     assert len(merged["targets"]) == len(doc["targets"]) and len(merged["diagnostics"]) == len(doc["diagnostics"])
     assert merged["torch"] == "2.13.0+cpu, 2.14.1+cpu" and {t["torch"] for t in merged["targets"]} == {"2.13.0+cpu"}
-    dom = parse(page.render(document.parse(merged)))
+    dom = parse(page.render(jsonreport.parse(merged)))
     assert "2 pytest-xdist workers" in dom.one("dl", "facts").text()
 
 
 def test_an_older_report_without_data_or_sources_still_renders(doc: dict[str, Any]) -> None:
     old = {k: v for k, v in doc.items() if k not in ("sources", "run")}
     old["diagnostics"] = [{k: v for k, v in d.items() if k not in ("data", "owner")} for d in doc["diagnostics"]]
-    dom = parse(page.render(document.parse(old)))
+    dom = parse(page.render(jsonreport.parse(old)))
     f = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard")
     assert f.one("span", "ul").text() == "n > 2"  # the lines come from the files on disk
     causes = dom.by_id("causes").one("tbody").all("tr")
@@ -291,8 +291,8 @@ def test_an_older_report_without_data_or_sources_still_renders(doc: dict[str, An
     ],
 )
 def test_what_is_not_a_report_is_said_plainly(doc: Any, message: str) -> None:
-    with pytest.raises(document.ReportError, match=re.escape(message)):
-        document.parse(doc)
+    with pytest.raises(jsonreport.ReportError, match=re.escape(message)):
+        jsonreport.parse(doc)
 
 
 def test_outcome_words_are_the_editors() -> None:
@@ -331,6 +331,6 @@ def test_the_json_report_is_strict_json_whatever_torch_observed() -> None:
     d = Diagnostic(
         "/m.py", Range.of(0, 0, 0, 1), 1, "data-dependent-guard", "m", "model", data={"values": {"u0": float("nan"), "u1": float("inf")}, "obj": object()}
     )
-    doc = document.build(Report("t", [], [d]), [])
+    doc = jsonreport.build(Report("t", [], [d]), [])
     json.loads(json.dumps(doc, allow_nan=False))  # raises on NaN or Infinity
     assert doc["diagnostics"][0]["data"]["values"] == {"u0": "nan", "u1": "inf"} and doc["diagnostics"][0]["data"]["obj"].startswith("<object")

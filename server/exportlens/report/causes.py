@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from exportlens.findings.boundary import import_path, shorten
 from exportlens.model import ERROR, WARNING, Diagnostic, Range
-from exportlens.report.document import ReportDoc
+from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.sources import Sources, library_line, library_related
 
 

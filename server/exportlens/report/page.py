@@ -24,7 +24,7 @@ from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related
 from exportlens.report import assets
 from exportlens.report.causes import Cause, Index, is_problem
 from exportlens.report.diff import GAP, FileDiff, file_diffs
-from exportlens.report.document import ReportDoc
+from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.markup import Child, Html, document, el, join, raw_asset
 from exportlens.report.sources import CONTEXT, MAX_SPAN, Sources, collect, disk_reader, library_line, library_related
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from exportlens.report import document, page
+from exportlens.report import jsonreport, page
 from exportlens.report.causes import is_problem
 
 _PART = "exportlens_report"
@@ -52,7 +52,7 @@ class HtmlReport:
             unsupported=engine.unsupported,
         )
         attach(report.diagnostics)
-        return document.build(report, results)
+        return jsonreport.build(report, results)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -70,11 +70,11 @@ class HtmlReport:
                 self.config.workeroutput[_PART] = own  # type: ignore[attr-defined]
             return
         parts = [p for _, p in sorted(self.parts, key=lambda wp: (len(wp[0]), wp[0]))] + ([own] if own is not None else [])
-        run = document.run_facts("pytest " + " ".join(self.config.invocation_params.args), time.perf_counter() - self.started)
+        run = jsonreport.run_facts("pytest " + " ".join(self.config.invocation_params.args), time.perf_counter() - self.started)
         if self.parts:
             run["combined"] = f"{len(self.parts)} pytest-xdist worker{'s' if len(self.parts) != 1 else ''}"
-        doc = document.merge(parts, run=run)
-        parsed = document.parse(doc)
+        doc = jsonreport.merge(parts, run=run)
+        parsed = jsonreport.parse(doc)
         html = page.to_bytes(page.render(parsed))
         tmp = f"{self.path}.tmp{os.getpid()}"
         try:
