@@ -12,7 +12,6 @@ import copy
 import hashlib
 import io
 import json
-import os
 import re
 import tokenize
 from pathlib import Path
@@ -22,7 +21,6 @@ import pytest
 from html_dom import Node, parse
 from replay import CASES_BY_NAME, EXAMPLES, ROOT, replay_sync
 
-from exportlens import notebook
 from exportlens.engine import FileResult
 from exportlens.fixes import registry
 from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related, Report, TextEdit, Verification
@@ -299,14 +297,6 @@ def test_outcome_words_are_the_editors() -> None:
     assert Verification(EXPORT_PASSES).words("graph-break") == "no graph break left ✓"
     assert Verification("fixes-this", ("guard-added",)).words() == "fixes this; 1 problem remains"
     assert Verification("no-effect").words() == "does not help"
-
-
-def test_a_notebook_fix_that_assumes_stays_an_assumption() -> None:
-    script = notebook.join([notebook.Cell(0, "code", "import torch\nn = 3\nif n > 2:\n    pass\n")])
-    mapper = notebook.Mapper("nb.ipynb", os.path.abspath(".nb.py"), script)
-    fix = Fix("Add `torch._check(n > 2)`", (TextEdit(mapper.shadow, Range.of(2, 0, 2, 0), "torch._check(n > 2)\n"),), True, "n > 2")
-    mapped = mapper.fix(fix)
-    assert mapped is not None and mapped.assumes == "n > 2" and mapped.edits[0].cell == 0
 
 
 def test_report_renders_several_json_reports_as_one_page(doc: dict[str, Any], tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]) -> None:

@@ -13,14 +13,9 @@ import os
 from dataclasses import dataclass, field
 
 from exportlens.findings.boundary import import_path, shorten
-from exportlens.model import ERROR, WARNING, Diagnostic, Range
+from exportlens.model import Range
 from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.sources import Sources, library_line, library_related
-
-
-def is_problem(d: Diagnostic) -> bool:
-    """An error or a warning fails a check; information and hints do not (as `exportlens check` counts)."""
-    return d.severity in (ERROR, WARNING)
 
 
 def text_under(sources: Sources | None, file: str, cell: int | None, rng: Range) -> str | None:

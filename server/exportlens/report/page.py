@@ -22,7 +22,7 @@ from exportlens.codes import CODES
 from exportlens.fixes.text import utf16_to_index
 from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related
 from exportlens.report import assets
-from exportlens.report.causes import Cause, Index, is_problem
+from exportlens.report.causes import Cause, Index
 from exportlens.report.diff import GAP, FileDiff, file_diffs
 from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.markup import Child, Html, document, el, join, raw_asset
@@ -83,7 +83,7 @@ class Page:
         self.sources: Sources = doc.sources if doc.sources is not None else collect([*doc.diagnostics, *doc.ignored], disk_reader())
         self.causes = self.idx.causes()
         self.cause_of: dict[int, int] = {f: c for c, cause in enumerate(self.causes) for f in cause.findings}
-        self.problems = sum(1 for d in doc.diagnostics if is_problem(d))
+        self.problems = sum(1 for d in doc.diagnostics if d.problem)
         self.orphans: dict[str, list[int]] = {}  # owner file → findings on none of its targets
         for i, (d, owner) in enumerate(zip(doc.diagnostics, doc.owners, strict=True)):
             if not self.idx.finding_targets[i]:
@@ -201,7 +201,7 @@ class Page:
     def _rows(self) -> list[tuple[int | None, str]]:
         """(target index, or None for a file's own findings; that file), worst status first."""
         rows: list[tuple[int | None, str]] = [(i, t.file) for i, t in enumerate(self.doc.targets)]
-        rows += [(None, f) for f, fs in self.orphans.items() if any(is_problem(self.doc.diagnostics[i]) for i in fs)]
+        rows += [(None, f) for f, fs in self.orphans.items() if any(self.doc.diagnostics[i].problem for i in fs)]
 
         def key(row: tuple[int | None, str]) -> tuple[int, str, int]:
             i, file = row
@@ -285,7 +285,7 @@ class Page:
             findings = self.orphans[file]
             name, kind, status, seconds, torch = "(the file itself)", "file", "error", 0.0, doc.torch
             where, line, anchor = self.idx.show(file), None, f"#{self.file_id(file)}"
-        problems = [f for f in findings if is_problem(doc.diagnostics[f])]
+        problems = [f for f in findings if doc.diagnostics[f].problem]
         codes = sorted({doc.diagnostics[f].code for f in findings})
         rank = _status_rank(status)
         return el(
@@ -440,7 +440,7 @@ class Page:
         items = []
         for t in targets:
             target = doc.targets[t]
-            n = sum(1 for f in self.idx.target_findings[t] if is_problem(doc.diagnostics[f]))
+            n = sum(1 for f in self.idx.target_findings[t] if doc.diagnostics[f].problem)
             in_cell = f", cell {target.cell}" if target.cell is not None else ""
             items.append(
                 el(

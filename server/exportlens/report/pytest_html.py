@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from exportlens.report import jsonreport, page
-from exportlens.report.causes import is_problem
 
 _PART = "exportlens_report"
 VERIFY_BUDGET = 60.0  # seconds for verifying one file's fixes, as `exportlens check`
@@ -51,7 +50,8 @@ class HtmlReport:
             diagnostics=[d for r in results for d in r.diagnostics],
             unsupported=engine.unsupported,
         )
-        attach(report.diagnostics)
+        for result in results:  # what verification left without fixes (hints, information) gets them, placed by its document
+            attach(result.diagnostics, document=result.document)
         return jsonreport.build(report, results)
 
     @pytest.hookimpl(optionalhook=True)
@@ -84,7 +84,7 @@ class HtmlReport:
         except OSError as exc:
             self.written = f"exportlens: could not write the HTML report {self.path}: {exc}"
             return
-        problems = sum(1 for d in parsed.diagnostics if is_problem(d))
+        problems = sum(1 for d in parsed.diagnostics if d.problem)
         self.written = f"exportlens: HTML report {self.path}: {problems} problem{'s' if problems != 1 else ''} in {len(doc['targets'])} targets"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

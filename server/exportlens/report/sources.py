@@ -18,7 +18,7 @@ from typing import Any
 
 from exportlens import notebook
 from exportlens.fixes.text import line_body, split_lines
-from exportlens.model import Diagnostic, Range
+from exportlens.model import Diagnostic, Range, place
 from exportlens.source import SourceError, read_source
 
 CONTEXT = 2  # lines shown above and below a finding's range (and the library line)
@@ -116,13 +116,14 @@ Reader = Callable[[str, int | None], str | None]
 
 
 def disk_reader(texts: Mapping[str, str] | None = None) -> Reader:
-    """Reads a file (its declared encoding) or a notebook's cell; `texts` first (what the engine analysed)."""
+    """Reads a file (its declared encoding) or a notebook's cell; `texts` first (what the engine
+    analysed, keyed by `model.place`: a file, or one cell of a notebook)."""
     cells: dict[str, list[notebook.Cell] | None] = {}
 
     def read(file: str, cell: int | None) -> str | None:
+        if texts is not None and place(file, cell) in texts:
+            return texts[place(file, cell)]
         if cell is None:
-            if texts is not None and file in texts:
-                return texts[file]
             try:
                 return read_source(file).text
             except SourceError:
