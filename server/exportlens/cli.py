@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from exportlens import __version__, notebook, project
 from exportlens.cli_progress import CliProgress
-from exportlens.model import Diagnostic, Range, Report
+from exportlens.model import SEVERITY_NAMES, Diagnostic, Range, Report
 
 if TYPE_CHECKING:
     from exportlens.engine import EngineSettings, FileResult
 
-LEVEL = {1: "error", 2: "warning", 3: "info", 4: "hint"}
+LEVEL = SEVERITY_NAMES
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
 # CPU; the editor keeps its own, shorter default (`exportlens.timeoutSeconds`).
 DEFAULT_TIMEOUT = 600.0

@@ -13,6 +13,7 @@ SCHEMA_VERSION = 2  # 2: fixes carry `assumes` and `verification`
 
 # LSP DiagnosticSeverity values.
 ERROR, WARNING, INFORMATION, HINT = 1, 2, 3, 4
+SEVERITY_NAMES = {ERROR: "error", WARNING: "warning", INFORMATION: "info", HINT: "hint"}  # as the CLI and the HTML report say them
 
 
 def is_problem(severity: int) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from exportlens import __version__
 from exportlens.codes import CODES
 from exportlens.fixes.text import utf16_to_index
-from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related
+from exportlens.model import EXPORT_PASSES, SEVERITY_NAMES, Diagnostic, Fix, Range, Related
 from exportlens.report import assets
 from exportlens.report.causes import Cause, Index
 from exportlens.report.diff import GAP, FileDiff, file_diffs
@@ -28,7 +28,6 @@ from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.markup import Child, Html, document, el, join, raw_asset
 from exportlens.report.sources import CONTEXT, MAX_SPAN, Sources, collect, disk_reader, library_line, library_related
 
-SEVERITY = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 # Worst first: the table starts with what did not run, then what has problems.
 STATUS_ORDER = ("error", "crashed", "timeout", "unsupported", "problems", "ok")
 
@@ -332,7 +331,7 @@ class Page:
                         class_="chip",
                         data_only_code=code,
                         disabled=True,  # the script enables it: a filter needs JavaScript
-                        title=f"{self.code_title(code)} ({SEVERITY.get(severity, 'note')}): show only these",
+                        title=f"{self.code_title(code)} ({SEVERITY_NAMES.get(severity, 'note')}): show only these",
                     ),
                     class_=f"sev-{severity}",
                     data_code=code,
@@ -507,7 +506,7 @@ class Page:
             "article",
             el(
                 "header",
-                el("span", SEVERITY.get(d.severity, "note"), class_="sev-text"),
+                el("span", SEVERITY_NAMES.get(d.severity, "note"), class_="sev-text"),
                 el("span", d.code, class_="code-name"),
                 el("span", self.code_title(d.code), class_="title"),
                 el("a", self.where(d.file, d.cell, d.range.start.line, d.range.start.character), href=f"#d-{f}", class_="where mono"),
