@@ -45,10 +45,11 @@ def _no_injected_markup(dom: Node) -> None:
 
 
 def test_check_format_html_is_the_page_of_its_json_report(tmp_path: Path) -> None:
-    page = cli("check", "examples/library_project", "--format", "html")
+    lib = ("examples/library_project/detect.py", "examples/library_project/tracker.py", "examples/library_project/compiled.py")
+    page = cli("check", *lib, "--format", "html")
     assert page.returncode == 1  # problems found, as with every format
     direct = _html(page)
-    out = cli("check", "examples/library_project", "--format", "json")
+    out = cli("check", *lib, "--format", "json")
     (tmp_path / "report.json").write_text(out.stdout)
     later = cli("report", str(tmp_path / "report.json"))
     assert later.returncode == 0 and later.stderr == ""
@@ -59,7 +60,7 @@ def test_check_format_html_is_the_page_of_its_json_report(tmp_path: Path) -> Non
     fake = next(f for f in _findings(direct) if f[0] == "tracker.py:15:22" and f[1] == "missing-fake-kernel")
     assert fake[2] == [("Register a fake kernel for the library op minilib::decode_boxes in this file (from the shapes draft_export observed)", "fixes-this")]
     facts = {d.one("dt").text(): d.one("dd").text() for d in direct.one("dl", "facts").all("div")}
-    assert facts["command"] == "exportlens check examples/library_project" and facts["torch"] == "2.13.0+cpu"
+    assert facts["command"] == "exportlens check " + " ".join(lib) and facts["torch"] == "2.13.0+cpu"
 
 
 def test_report_says_plainly_what_it_cannot_render(tmp_path: Path) -> None:
@@ -96,7 +97,9 @@ def test_pytest_xdist_workers_results_make_one_page(tmp_path: Path) -> None:
         "-n",
         "2",
         f"--exportlens-html={page}",
-        "examples/library_project",
+        "examples/library_project/detect.py",
+        "examples/library_project/tracker.py",
+        "examples/library_project/compiled.py",
         "tests/fixtures/html_report",
         "tests/fixtures/notebook",
         "-v",
