@@ -176,7 +176,7 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float, list[FileResu
 
     try:
         report = await engine.check_paths(
-            args.paths, on_file=file_done, on_phase=progress.phase, save_op_profiles=args.save_op_profiles, outputs=verifying, plain_export=verifying
+            args.paths, on_file=file_done, on_phase=progress.phase, on_early=progress.failed, save_op_profiles=args.save_op_profiles, outputs=verifying
         )
         if verifying:
             from exportlens import verify

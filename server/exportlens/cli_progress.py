@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from exportlens.model import ERROR, Diagnostic
+
 FIRST = 3.0
 EVERY = 10.0
 TICK = 0.5
@@ -45,6 +47,16 @@ class CliProgress:
             self.running[path] = _Running(target, phase, now)
             return
         cur.phase = phase
+
+    def failed(self, path: str, findings: list[Diagnostic]) -> None:
+        """The user's export of the running target failed: its first error becomes the phase (draft
+        export now runs to find the rest), told at the next tick once the target runs long."""
+        cur = self.running.get(path)
+        first = next((d for d in findings if d.severity == ERROR), None)
+        if cur is None or first is None:
+            return
+        where = f"{os.path.basename(first.file)}:{first.range.start.line + 1}"
+        cur.phase = f"torch.export.export failed ({first.code} at {where}); draft export is finding the rest"
 
     def file_done(self, path: str) -> None:
         self.running.pop(os.path.abspath(path), None)

@@ -98,9 +98,11 @@ _TABLE: tuple[CodeInfo, ...] = (
         "Export had to specialize or constrain a dynamic dimension",
         "A dimension you declared dynamic (through dynamic_shapes) was compared, branched on or "
         "combined in a way that only holds for some sizes, so export added a guard that narrows "
-        "or fixes its range (a constraint violation). Either relax the code so it works for every "
-        "size, or state the real constraint in dynamic_shapes (for example Dim(..., min=..., "
-        "max=...) or a static size) as draft export suggests.",
+        "or fixes its range, and torch.export.export fails with a constraint violation. State "
+        "the real constraint in dynamic_shapes as torch suggests (a narrower Dim(..., min=..., "
+        "max=...), or a derived dimension such as 2 * _n), give the example a size of 2 or more "
+        "where it has 0 or 1, or rewrite the code that fixes it; a static size gives the "
+        "dimension up.",
         ERROR,
         EXPORT_PROGRAMMING_MODEL_URL,
         data=protocol.GuardAddedData,
@@ -262,6 +264,20 @@ _TABLE: tuple[CodeInfo, ...] = (
         None,
         data=protocol.UnusedIgnoreData,
         fixers=(fixers.unused_ignore,),
+    ),
+    CodeInfo(
+        "dim-specialized",
+        "A dimension asked to be dynamic is static in the exported program",
+        "torch.export.export passed, but a dimension you asked to be dynamic (Dim.AUTO, "
+        "Dim.DYNAMIC or a named Dim) is fixed to one size in the exported program: the code (or "
+        "a library it calls) compared it with a constant, or the example had size 0 or 1 there, "
+        "which export always specialises. The program rejects every other size. Give the example "
+        "a size of 2 or more, rewrite the branch that fixed it (torch.cond keeps both paths), or "
+        "mark it Dim.STATIC to say it is fixed.",
+        WARNING,
+        EXPORT_PROGRAMMING_MODEL_URL,
+        data=protocol.DimSpecializedData,
+        fixers=(fixers.dim_specialized,),
     ),
 )
 

@@ -9,6 +9,7 @@ placed diagnostics (`_Fold`), and hands the result back in the document's own po
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import os
@@ -40,6 +41,7 @@ class EngineSettings:
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
+    draft: str = "auto"  # when draft export runs: "auto" (plain export failed, or custom ops) or "always"
 
     @classmethod
     def resolved(
@@ -78,7 +80,8 @@ class FileResult:
     trace_files: list[str] = field(default_factory=list)  # torch's structured traces of this run
     texts: dict[str, str] = field(default_factory=dict)  # `model.place` → the text its diagnostics were placed on
     # target name → what fix verification compares: "outputs" (fingerprint) or "outputs_error",
-    # and "plain_export" ("ok" or what plain torch.export.export raised)
+    # "plain_export" ("ok" or what plain torch.export.export raised), and which requested dimensions
+    # the program kept dynamic ("requested", "dynamic": spellings, `x.shape[1]`)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     document: Document | None = None  # what ran: fixes computed later are placed by its mapper
 
@@ -234,18 +237,20 @@ class Engine:
         explicit: bool = True,
         on_target: Callable[[TargetResult], None] | None = None,
         on_phase: Callable[[str, str], None] | None = None,
+        on_early: Callable[[list[Diagnostic]], None] | None = None,
         save_op_profiles: bool = False,
         overrides: dict[str, str] | None = None,
         outputs: bool = False,
-        plain_export: bool = False,
         timeout: float | None = None,
     ) -> FileResult:
         """Diagnostics for one document, in its own positions. `explicit`: the user asked for it (not a folder walk).
 
         The document's text runs as planned, from memory (nothing is written). `on_phase(phase,
-        target)` is told what the job is doing (importing, building the model, exporting).
+        target)` is told what the job is doing (importing, building the model, exporting, draft
+        export). `on_early(diagnostics)` gets the document's findings so far, in its positions, the
+        moment a target's plain export fails (before draft export runs to find the rest).
         `overrides` ({path: text}) are other files run and placed instead of their disk contents.
-        `outputs` and `plain_export` collect what fix verification compares (`FileResult.facts`).
+        `outputs` collects what fix verification compares besides plain export's verdict (`FileResult.facts`).
         """
         overrides = {os.path.abspath(p): t for p, t in (overrides or {}).items()}
         # off the event loop: parsing a 20,000-line file must not stall an editor's requests
@@ -272,13 +277,21 @@ class Engine:
             job["overrides"] = others
         if outputs:
             job["outputs"] = True
-        if plain_export:
-            job["plain_export"] = True
+        if self.settings.draft == "always":
+            job["draft"] = "always"
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
         if run_dir:
             job["trace_dir"] = run_dir
+        cfg = project.load_config(plan.root)
+
+        def early(diags: list[Diagnostic]) -> None:
+            assert on_early is not None
+            fresh = _merge([dataclasses.replace(d, data=dict(d.data), related=list(d.related)) for d in diags])  # _merge adds up in place
+            kept = suppress.apply(fresh, {f: (src.text if (src := cache(f)) else None) for f in {d.file for d in fresh}}).kept
+            on_early([mapper.diagnostic(d) for d in plan.diagnostics + kept if _selected(d.code, cfg)])
+
         fold = _Fold(
             plan,
             cache,
@@ -286,6 +299,7 @@ class Engine:
             self.settings.timeout_knob,
             on_target=(lambda t: on_target(mapper.target(t))) if on_target else None,
             on_phase=(lambda phase, target: on_phase(phase, mapper.text(target))) if on_phase else None,
+            on_early=early if on_early else None,
         )
         try:
             async for event in self.worker.run(job, timeout=timeout or self.settings.timeout, memory_mb=self.settings.memory_mb):
@@ -295,7 +309,7 @@ class Engine:
         if run_dir:
             _attach_traces(result, fold.raw, run_dir)
         result.diagnostics.extend(_merge(fold.raw))
-        _suppress(result, cache, project.load_config(plan.root))
+        _suppress(result, cache, cfg)
         for file in {d.file for d in result.diagnostics} | {path}:
             cache(file)
         result.texts = cache.texts()
@@ -314,14 +328,15 @@ class Engine:
         *,
         on_file: Callable[[FileResult], None] | None = None,
         on_phase: Callable[[str, str, str], None] | None = None,
+        on_early: Callable[[str, list[Diagnostic]], None] | None = None,
         save_op_profiles: bool = False,
         outputs: bool = False,
-        plain_export: bool = False,
     ) -> Report:
         """Every Python file under `paths`; files named directly always get an answer.
 
-        `on_phase(path, phase, target)` is told what each file's job is doing; `on_file` when it is done.
-        `outputs`/`plain_export`: what fix verification compares (see `check`).
+        `on_phase(path, phase, target)` is told what each file's job is doing, `on_early(path, findings)`
+        when a target's plain export failed (draft export then runs); `on_file` when it is done.
+        `outputs`: what fix verification compares (see `check`).
         """
         files: list[tuple[str, bool]] = []
         for p in paths:
@@ -334,9 +349,10 @@ class Engine:
         async def one(file: str, explicit: bool) -> FileResult:
             async with gate:
                 tell = functools.partial(on_phase, file) if on_phase else None
+                failed = functools.partial(on_early, file) if on_early else None
                 try:
                     res = await self.check(
-                        document.load(file), explicit=explicit, on_phase=tell, save_op_profiles=save_op_profiles, outputs=outputs, plain_export=plain_export
+                        document.load(file), explicit=explicit, on_phase=tell, on_early=failed, save_op_profiles=save_op_profiles, outputs=outputs
                     )
                 except Exception as exc:  # a bug of ours on one file must not lose the others' results
                     res = FileResult(
@@ -405,11 +421,12 @@ class _Fold:
         *,
         on_target: Callable[[TargetResult], None] | None,
         on_phase: Callable[[str, str], None] | None,
+        on_early: Callable[[list[Diagnostic]], None] | None = None,
     ) -> None:
         assert plan.targets is not None and plan.source is not None
         self.found, self.src, self.path, self.root = plan.targets, plan.source, plan.path, plan.root
         self.cache, self.result, self.timeout_knob = cache, result, timeout_knob
-        self.on_target, self.on_phase = on_target, on_phase
+        self.on_target, self.on_phase, self.on_early = on_target, on_phase, on_early
         self.raw: list[Diagnostic] = []
         self.seen: set[str] = set()
         self.partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
@@ -450,6 +467,15 @@ class _Fold:
                     stored.setdefault(key, []).extend(value)
                 else:
                     stored[key] = value
+        if "plain" in event and self.on_early is not None:  # the user's export failed: say so before draft export runs
+            self.on_early(self.so_far())
+
+    def so_far(self) -> list[Diagnostic]:
+        """The findings of the finished targets and of what the running ones streamed."""
+        out = list(self.raw)
+        for name, ev in self.partial.items():
+            out += findings.from_event(findings.Context(self.root, self.cache, name, ev["file"], int(ev["line"])), ev)
+        return out
 
     def phase(self, event: PhaseEvent) -> None:
         if self.on_phase:
@@ -467,6 +493,9 @@ class _Fold:
         self._add_target(tr)
         self.seen.add(tr.name)
         facts: dict[str, Any] = {k: event[k] for k in ("outputs", "outputs_error", "plain_export") if k in event}
+        if (plain := event.get("plain")) is not None:
+            facts["requested"] = [d["spelled"] for d in plain.get("requested") or []]
+            facts["dynamic"] = plain.get("dynamic")
         if facts:
             self.result.facts[tr.name] = facts
         if saved := event.get("op_profiles"):

@@ -117,7 +117,7 @@ async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bo
         out.stopped = f"cannot read {os.path.basename(path)}"
         return out
     texts[path] = first
-    base = await engine.check_file(path, overrides=dict(texts), outputs=True, plain_export=True)
+    base = await engine.check_file(path, overrides=dict(texts), outputs=True)
     while not export_passes(base):
         if out.rounds >= rounds:
             out.stopped = f"stopped after {rounds} rounds"
@@ -143,7 +143,7 @@ async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bo
         combined = _apply(texts | {p: t for p in {e.file for _, f in chosen for e in f.edits} if (t := current(p)) is not None}, [f for _, f in chosen])
         trial = None
         if combined is not None and len(chosen) > 1:
-            trial = await engine.check_file(path, overrides=combined, outputs=True, plain_export=True)
+            trial = await engine.check_file(path, overrides=combined, outputs=True)
         if trial is not None and combined is not None and (_better(trial, base) or export_passes(trial)):
             kept = chosen
             texts, base = combined, trial

@@ -101,7 +101,9 @@ class Verification:
 
     `remaining`: codes of the problems the target still has; `same_outputs`: the fixed model's
     eager outputs on the example inputs equal the original's (None: not compared); `assumes`: the
-    condition an assumption fix asserts for every input; `detail`: how it broke / why not checked.
+    condition an assumption fix asserts for every input; `detail`: how it broke / why not checked;
+    `keeps_dynamic`: plain export passes with every dimension the original call asked to be dynamic
+    still dynamic (None: not known), `lost` the ones that are not (`x.shape[1]`).
     """
 
     status: str
@@ -110,9 +112,14 @@ class Verification:
     assumes: str | None = None
     seconds: float = 0.0
     detail: str = ""
+    keeps_dynamic: bool | None = None
+    lost: tuple[str, ...] = ()
 
     def words(self, code: str = "") -> str:
         """The outcome in a few words, as the editor's code actions and the HTML report say it."""
+        if self.status == EXPORT_PASSES and self.lost:
+            gone = ", ".join(f"`{d}`" for d in self.lost)
+            return f"export passes, but {gone} {'is' if len(self.lost) == 1 else 'are'} no longer dynamic"
         if self.status == EXPORT_PASSES:
             return "no graph break left ✓" if code == "graph-break" else "no recompile left ✓" if code == "recompile" else "export passes ✓"
         if self.status == FIXES_THIS:
@@ -130,6 +137,9 @@ class Verification:
         }
         if self.detail:
             out["detail"] = self.detail
+        if self.keeps_dynamic is not None:
+            out["keeps_dynamic"] = self.keeps_dynamic
+            out["lost"] = list(self.lost)
         return out
 
     @classmethod
@@ -142,6 +152,8 @@ class Verification:
             d.get("assumes"),
             float(d.get("seconds") or 0.0),
             str(d.get("detail") or ""),
+            d.get("keeps_dynamic") if isinstance(d.get("keeps_dynamic"), bool) else None,
+            tuple(str(x) for x in d.get("lost") or ()),
         )
 
 
@@ -155,6 +167,7 @@ class Fix:
     is_preferred: bool = False
     assumes: str | None = None
     verification: Verification | None = None
+    changes_example: bool = False  # it edits the example inputs: the model's outputs are not comparable
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -165,6 +178,8 @@ class Fix:
         }
         if self.verification is not None:
             out["verification"] = self.verification.to_json()
+        if self.changes_example:
+            out["changesExample"] = True
         return out
 
     @classmethod
@@ -176,6 +191,7 @@ class Fix:
             bool(d["isPreferred"]),
             d.get("assumes"),
             Verification.from_json(ver) if isinstance(ver, dict) else None,
+            bool(d.get("changesExample")),
         )
 
     def key(self) -> tuple[tuple[str, Range, str], ...]:

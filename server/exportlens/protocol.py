@@ -45,7 +45,7 @@ class JobSpec(TypedDict):
     source: NotRequired[str | None]  # the text the server planned: the job runs it, not the disk (None: read the file)
     overrides: NotRequired[dict[str, str]]  # path → text run instead of the disk's (worker/overlay.py; nothing written)
     outputs: NotRequired[bool]  # fingerprint each model's eager outputs on its example inputs (fix verification)
-    plain_export: NotRequired[bool]  # confirm a clean draft with plain torch.export.export (fix verification)
+    draft: NotRequired[Literal["auto", "always"]]  # "always": draft export also where plain export passes without custom ops
 
 
 class RunRequest(TypedDict):
@@ -170,6 +170,8 @@ class ExportFailure(TypedDict):
     definition: NotRequired[OpDefinition | None]
     fake: NotRequired[CodeLocation | None]
     live_stack: NotRequired[list[FrameInfo] | None]  # the whole Python stack when torch recorded it
+    kind: NotRequired[Literal["condition", "value"]]  # plain export's data-dependent error: what it asked
+    plain: NotRequired[bool]  # made from plain export's exception, not draft export's report (no real values)
 
 
 class SavedProfiles(TypedDict):
@@ -324,6 +326,63 @@ class StartedEvent(TypedDict):
     pid: int
 
 
+class RequestedDim(TypedDict):
+    """An input dimension the export call asks to be dynamic (`worker.dynamism.Requested`)."""
+
+    input: str  # the input as the dynamic_shapes spec names it ("x", "mask")
+    index: int  # its position in the call (a tuple spec is positional)
+    path: list[str | int]  # from the input to the tensor (a tensor inside a dict or list)
+    dim: int
+    kind: Literal["named", "derived", "auto", "dynamic"]
+    name: str | None  # the Dim's name; None for Dim.AUTO / Dim.DYNAMIC
+    root: str | None  # a derived Dim's root
+    min: int | None
+    max: int | None
+    size: int  # the example's size there
+    spelled: str  # "x.shape[1]"
+
+
+class SpecializedDim(RequestedDim):
+    """A requested dimension the exported program has static, and why."""
+
+    reason: Literal["zero-one", "guard", "unknown"]
+    value: int  # the size it is fixed to
+    symbol: NotRequired[str]
+    guard: NotRequired[str]  # torch's guard that fixed it ("Eq(s27, 32)")
+    stack: NotRequired[list[FrameInfo]]  # the Python stack when torch added it (outermost first)
+
+
+class Violation(TypedDict):
+    """One dimension of a constraint violation of plain export."""
+
+    name: str  # the Dim's name as torch's message names it ("seq"; "L['x'].size()[0]" for Dim.DYNAMIC)
+    dims: list[RequestedDim]  # the input dimensions it stands for (a shared Dim: several)
+    lines: list[str]  # torch's own lines about it
+    reason: Literal["guard", "constant", "zero-one", "relation"]
+    value: NotRequired[int]  # the constant it was specialised to
+    guard: NotRequired[str]  # the first guard its declared range does not imply
+    stack: NotRequired[list[FrameInfo]]  # the Python stack when torch added that guard
+
+
+class PlainVerdict(TypedDict):
+    """Plain `torch.export.export` with the user's exact call (`worker/plain.py`): the truth."""
+
+    status: Literal["ok", "failed"]
+    seconds: float
+    requested: list[RequestedDim]
+    names: dict[str, str]  # symbol → the user's spelling ("s27": "x.shape[1]")
+    custom_ops: NotRequired[list[str]]  # passed: the ops outside aten and prims the program calls
+    dynamic: NotRequired[list[str] | None]  # passed: the requested dimensions it kept dynamic (None: not matched)
+    specialized: NotRequired[list[SpecializedDim]]  # passed: the requested dimensions it fixed
+    kind: NotRequired[Literal["constraint", "data-dependent", "missing-fake-kernel", "error"]]  # failed
+    exception: NotRequired[ExceptionInfo]
+    user_error: NotRequired[bool]  # raised by the user's (or a library's) code, not inside torch
+    violations: NotRequired[list[Violation]]
+    suggested: NotRequired[list[str]]  # torch's "Suggested fixes:" lines
+    message: NotRequired[str]
+    failure: NotRequired["ExportFailure"]  # a data-dependent guard or a missing fake kernel, in draft export's shape
+
+
 class DraftCrash(ExceptionInfo):
     """draft_export itself raised inside torch; plain torch.export.export then decided what it means."""
 
@@ -353,7 +412,8 @@ class TargetEvent(TypedDict):
     op_profiles: NotRequired[SavedProfiles | None]
     outputs: NotRequired[list[dict[str, Any]]]  # `outputs` jobs: per output leaf shape, dtype, hash, sums
     outputs_error: NotRequired[str]  # `outputs` jobs: what the eager model raised
-    plain_export: NotRequired[str]  # `plain_export` jobs, clean drafts: "ok" or what plain export raised
+    plain: NotRequired[PlainVerdict]  # the user's own export (every export target since plain export runs first)
+    plain_export: NotRequired[str]  # "ok" or what plain export raised, in one line (fix verification compares it)
     calls: NotRequired[int]
     definition: NotRequired[CodeLocation | None]
     compile_options: NotRequired[CompileOptions]
@@ -364,7 +424,6 @@ class TargetEvent(TypedDict):
     trace_overflow: NotRequired[TraceOverflow]  # tracer warnings past the kept places
     torch_bug: NotRequired[TorchBug]
     draft_crash: NotRequired[DraftCrash]
-    plain_exception: NotRequired[ExceptionInfo]  # what plain export raised after draft export crashed
     partial: NotRequired[bool]  # made up by the engine from streamed findings of a stopped job
     unsupported: NotRequired[str]  # "draft_export": this torch cannot run the target (then `torch` says which)
     torch: NotRequired[str]
@@ -383,6 +442,7 @@ class FindingEvent(TypedDict):
     line: int
     kind: Literal["export", "compile", "trace"]
     failures: NotRequired[list[ExportFailure]]
+    plain: NotRequired[PlainVerdict]  # plain export failed: published before draft export starts
     compile_findings: NotRequired[list[CompileFinding]]
     trace_findings: NotRequired[list[TraceFinding]]
     definition: NotRequired[CodeLocation | None]
@@ -390,8 +450,8 @@ class FindingEvent(TypedDict):
 
 
 # Importing the user's module (its targets come after), running a script (its own export calls happen
-# inside), calling a pyproject factory, draft-exporting one target.
-Phase = Literal["importing", "running the script", "building the model", "exporting"]
+# inside), calling a pyproject factory, exporting one target (plain export), then draft export where it runs.
+Phase = Literal["importing", "running the script", "building the model", "exporting", "draft export"]
 
 
 class PhaseEvent(TypedDict):
@@ -498,15 +558,42 @@ class DimInfo(TypedDict):
     name: str | None
 
 
-class GuardAddedData(TypedDict):
-    expr: str
-    source_expr: str | None
+class GuardAddedData(LibraryFacts):
+    """guard-added: one dimension of plain export's constraint violation."""
+
+    name: str  # the Dim ("seq")
+    reason: Literal["guard", "constant", "zero-one", "relation"]
+    statement_kind: NotRequired[str]  # the guarded statement ("if"): a torch.cond rewrite keeps both paths
+    test_text: NotRequired[str]
+    library_test_text: NotRequired[str]  # inside a library: its source text under the guard
+    expr: str  # the guard that violated it, in torch's symbols ("" when none: a size of 0/1)
+    source_expr: str | None  # the same in the user's names
     names: dict[str, str]
-    dims: list[DimInfo]
-    value: int | None
-    new_dynamic_shapes: Any
+    dims: list[RequestedDim]
+    value: int | None  # the constant it was specialised to
+    suggested: list[str]  # torch's suggested fixes (all of the violation's)
+    lines: list[str]  # torch's own words about this dimension
     export_call: Place
-    user_line: NotRequired[int]
+    placed: NotRequired[Literal["guard", "example", "target"]]
+    example: NotRequired[dict[str, Any]]  # zero-one: where the example input's size is written
+    occurrences: NotRequired[int]
+
+
+class DimSpecializedData(LibraryFacts):
+    """dim-specialized: a dimension asked to be dynamic that the exported program has static."""
+
+    dim: RequestedDim
+    reason: Literal["zero-one", "guard", "unknown"]
+    value: int
+    guard: str | None
+    source_expr: str | None
+    export_call: Place
+    site: str  # the dimension (`x.shape[1]`): two dimensions fixed on one line stay two findings
+    placed: Literal["guard", "example", "target"]
+    statement_kind: NotRequired[str]  # the guarded statement ("if"): a torch.cond rewrite keeps both paths
+    test_text: NotRequired[str]
+    library_test_text: NotRequired[str]
+    example: NotRequired[dict[str, Any]]
     occurrences: NotRequired[int]
 
 

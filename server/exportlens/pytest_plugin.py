@@ -105,7 +105,7 @@ class _Runner:
         key = str(path.resolve())
         with self.lock:
             if key not in self.results:
-                self.results[key] = self._call(self._engine().check(document.load(key), outputs=self.verify, plain_export=self.verify))
+                self.results[key] = self._call(self._engine().check(document.load(key), outputs=self.verify))
             return self.results[key]
 
     def _engine(self) -> Any:

@@ -188,7 +188,8 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
     ran = [t for t in fixed.targets if t.name in mine]
 
     def verdict(status: str, remaining: Iterable[str] = (), detail: str = "", same: bool | None = None) -> Verification:
-        return Verification(status, tuple(remaining), same, fix.assumes, seconds, detail)
+        keeps, lost = dynamism_kept(d, base, fixed, names) if status == EXPORT_PASSES and d.code not in COMPILE_CODES else (None, ())
+        return Verification(status, tuple(remaining), None if fix.changes_example else same, fix.assumes, seconds, detail, keeps, lost)
 
     if any(t.status == "timeout" for t in ran):
         return verdict(NOT_CHECKED, detail="the run with the fix timed out")
@@ -217,6 +218,20 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
     return verdict(FIXES_THIS, ["export-error"], f"plain torch.export.export still fails: {why}", same)
 
 
+def dynamism_kept(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> tuple[bool | None, tuple[str, ...]]:
+    """Whether the fixed program keeps dynamic every dimension the original call asked to be dynamic
+    (and the ones it lost), from plain export's verdicts of both runs; None when not known."""
+    lost: list[str] = []
+    known = False
+    for t in targets_of(d):
+        asked, kept = (base.facts.get(t) or {}).get("requested"), (fixed.facts.get(names.get(t, t)) or {}).get("dynamic")
+        if asked is None or kept is None:
+            continue
+        known = known or bool(asked)
+        lost += [dim for dim in asked if dim not in kept and dim not in lost]
+    return (not lost, tuple(lost)) if known else (None, ())  # None too when no dimension was asked to be dynamic
+
+
 def _outputs_compared(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> bool | None:
     verdicts = [same_outputs(base.facts.get(t), fixed.facts.get(names.get(t, t))) for t in targets_of(d)]
     known = [v for v in verdicts if v is not None]
@@ -236,20 +251,24 @@ def _newly_raises(d: Diagnostic, base: FileResult, fixed: FileResult, names: dic
 # -- ranking ------------------------------------------------------------------------------------
 
 
-def _rank(fix: Fix, index: int) -> tuple[int, int, int, int]:
+def _rank(fix: Fix, index: int) -> tuple[int, int, int, int, int]:
     v = fix.verification
     status = OUTCOMES.index(v.status) if v is not None and v.status in OUTCOMES else OUTCOMES.index(NOT_CHECKED)
-    return (status, 1 if fix.assumes else 0, 1 if v is not None and v.same_outputs is False else 0, index)
+    lost = 1 if v is not None and v.keeps_dynamic is False else 0
+    return (status, lost, 1 if fix.assumes else 0, 1 if v is not None and v.same_outputs is False else 0, index)
 
 
 def helps(fix: Fix) -> bool:
+    """Verified to help without a cost the user did not ask for: the outputs stay, and so do the
+    dimensions they asked to be dynamic."""
     v = fix.verification
-    return v is not None and v.status in (EXPORT_PASSES, FIXES_THIS) and v.same_outputs is not False
+    return v is not None and v.status in (EXPORT_PASSES, FIXES_THIS) and v.same_outputs is not False and v.keeps_dynamic is not False
 
 
 def rank(fixes: list[Fix]) -> list[Fix]:
-    """Best verified first: export-passes before fixes-this, a rewrite before an assumption,
-    unchanged outputs before changed ones. The first is preferred only if it helps; with no
+    """Best verified first: export-passes before fixes-this, keeping the requested dynamic dimensions
+    before losing one, a rewrite before an assumption, unchanged outputs before changed ones. The first
+    is preferred only if it helps (a fix that gives up a dynamic dimension never is); with no
     verification at all the generators' own order and preference stand."""
     if not any(f.verification is not None and f.verification.status != NOT_CHECKED for f in fixes):
         return fixes
@@ -318,9 +337,7 @@ class Verifier:
                 return
             doc, texts = applied
             started = time.perf_counter()
-            fixed = await self.engine.check(
-                doc, overrides={**self.overrides, **texts}, outputs=True, plain_export=True, timeout=min(self.engine.settings.timeout, max(left, 1.0))
-            )
+            fixed = await self.engine.check(doc, overrides={**self.overrides, **texts}, outputs=True, timeout=min(self.engine.settings.timeout, max(left, 1.0)))
             fixed.facts["__seconds__"] = {"seconds": time.perf_counter() - started}
             self.runs[key] = fixed
 

@@ -3,7 +3,8 @@
 One `target` event of the worker (a draft-export report, a compile or trace run, an exception, a
 crash) becomes diagnostics on the user's own lines, in the user's own names. The raw facts stay
 in `Diagnostic.data` for the quick fixes and the hover. This module dispatches; each kind of
-event has its own module: `export`, `compile`, `trace`, `errors`; `placement` and `symbols` turn
+event has its own module: `verdict` (an export target: plain export's verdict, with `dynamism`,
+and draft export's report reconciled with it), `export`, `compile`, `trace`, `errors`; `placement` and `symbols` turn
 torch's frames and symbols into ranges and source names.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from exportlens.findings.compile import compile_diagnostics
 from exportlens.findings.context import Context, new_diagnostic, target_anchor
-from exportlens.findings.errors import crash_diagnostic, draft_crash_diagnostics, exception_diagnostic
+from exportlens.findings.errors import crash_diagnostic, exception_diagnostic
 from exportlens.findings.export import export_diagnostics, float_item_bug
 from exportlens.findings.trace import trace_diagnostics
+from exportlens.findings.verdict import export_target
 from exportlens.model import Diagnostic
 from exportlens.protocol import TargetEvent
 
@@ -31,8 +33,9 @@ def from_event(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     bug = event.get("torch_bug")
     if kind == "export" and bug is not None and bug["kind"] == "float-item-assert":
         return [float_item_bug(ctx, event, bug)]  # torch ≤ 2.12's solver bug, explained instead of its AssertionError
-    if "draft_crash" in event:  # draft export's own crash: plain export decided what it means
-        return out + draft_crash_diagnostics(ctx, event)
+    plain = event.get("plain")
+    if kind == "export" and plain is not None:  # the user's own export first, draft export reconciled with it
+        return export_target(ctx, event, plain)
     if "exception" in event:
         out.append(exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error")))
         return out

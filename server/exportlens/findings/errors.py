@@ -131,30 +131,29 @@ def repro_command(ctx: Context) -> str:
 
 
 def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
-    """Draft export itself crashed. Plain export passed: a hint, not an error. It failed: its error is the finding."""
+    """Draft export itself crashed where plain export passes: a hint (likely a PyTorch bug), with draft
+    export's raw error and a repro command in `data` and the project's innermost line of the crash related."""
     crash = event["draft_crash"]
-    known = crash_family(_crash_text(crash))
-    family = known or "draft export raised an internal error"
+    family = crash_family(_crash_text(crash)) or "draft export raised an internal error"
     raw: DraftCrashData = {
         "draft_export_error": {"type": crash.get("type"), "message": str(crash.get("message", ""))[:4000]},
         "crash_family": family,
         "repro": repro_command(ctx),
+        "plain_export": crash.get("plain_export", "ok"),
     }
-    if "exception" in event and (known is None or "plain_exception" not in event):
-        # both failed and draft's error is not one of its own known crashes (e.g. wrong inputs): draft's words
-        return [exception_diagnostic(ctx, event["exception"], target_error=event.get("target_error"))]
-    if "exception" not in event:
-        file, rng = target_anchor(ctx)
-        msg = (
-            f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
-            f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
-            f"that reproduces it are in the details."
-        )
-        return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, data=DraftCrashData(**raw, plain_export="ok"))]
-    diag = exception_diagnostic(ctx, event["plain_exception"], target_error=event.get("target_error"))
-    diag.message += f"\n(Draft export crashed first — {family} — so this is plain torch.export.export's error.)"
-    diag.data.update({**raw, "plain_export": "failed"})
-    return [diag]
+    file, rng = target_anchor(ctx)
+    b = boundary.locate([("traceback", link.get("frames")) for link in crash.get("chain") or []], ctx.root)
+    related = []
+    if b is not None and (b.frame.file, b.frame.line) != (ctx.target_file, ctx.target_line):
+        src = ctx.source(b.frame.file)
+        where = placement.frame_range(src, b.frame) if src else Range.of(b.frame.line - 1, 0, b.frame.line - 1, 0)
+        related.append(Related(b.frame.file, where, "draft export crashed while running this line"))
+    msg = (
+        f"Draft export crashed on this target, but plain torch.export.export passes with the same arguments: "
+        f"the model exports. The crash is most likely a PyTorch bug: {family}. The raw error and a command "
+        f"that reproduces it are in the details."
+    )
+    return [new_diagnostic(ctx, file, rng, "draft-export-crashed", msg, related=related, data=raw)]
 
 
 def _clean_message(message: str, limit: int = 12) -> str:

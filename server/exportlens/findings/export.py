@@ -16,13 +16,11 @@ from exportlens.model import Diagnostic, Range, Related
 from exportlens.project import is_user_file
 from exportlens.protocol import (
     DataDependentData,
-    DimInfo,
     ExportErrorData,
     ExportFailure,
     FakeKernelData,
     FakeKernelRole,
     FloatPlace,
-    GuardAddedData,
     LibraryFacts,
     OpProfile,
     TargetEvent,
@@ -41,7 +39,7 @@ def export_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
         if kind in ("DATA_DEPENDENT_ERROR", "DATA_DEPENDENT"):
             out.extend(data_dependent(ctx, failure, event.get("values") or {}))
         elif kind in ("GUARD_ADDED", "CONSTRAINT_VIOLATION_ERROR", "CONSTRAINT_VIOLATION"):
-            out.extend(guard_added(ctx, failure, event.get("dynamic_shapes")))
+            continue  # draft export's Dim.AUTO retry: plain export's own violations say what is wrong (findings/verdict.py)
         elif kind in ("MISSING_FAKE_KERNEL",):
             out.extend(fake_kernel(ctx, failure, mismatched=False))
         elif kind in ("MISMATCHED_FAKE_KERNEL",):
@@ -99,7 +97,7 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
     names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
     source_expr, unmapped = symbols.to_python(expr, names)
     values = {k: v for k, v in real_values.items() if k in symbols.symbols_in(expr)}
-    is_condition = result in ("True", "False")
+    is_condition = result in ("True", "False") or failure.get("kind") == "condition"
     data: DataDependentData = {
         "expr": expr,
         "result": result,
@@ -139,8 +137,13 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
         what = "the value of" if not is_condition else "the condition"
         msg = (
             _library_head(lib) + f"draft export could not decide {what} `{spelled}`: it comes from a tensor's data "
-            f"(torch saw `{short}`{'; ' + where if where else ''}). With the example inputs it was {result}, so the "
-            f"exported program {'assumes that and asserts it' if is_condition else 'is specialised to that'} at run time."
+            f"(torch saw `{short}`{'; ' + where if where else ''}). "
+            + (
+                f"With the example inputs it was {result}, so the exported program "
+                f"{'assumes that and asserts it' if is_condition else 'is specialised to that'} at run time."
+                if result is not None
+                else "torch.export.export fails there."
+            )
         )
         search = boundary.upstream_search(lib, "torch.export data-dependent")
         data["upstream_search"] = search
@@ -193,12 +196,25 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
             )
     elif tensor_condition:
         what = f"the tensor condition `{test}`" if test else f"`{short}`"
-        msg = (
-            f"Draft export could not decide {what}: it depends on the values inside a tensor "
-            f"(torch saw `{short}`). With the example inputs it was {result}, so the exported program "
-            f"keeps only that branch and asserts it at run time. Rewrite the branch with torch.cond "
-            f"to export both paths."
+        seen = (
+            f"With the example inputs it was {result}, so the exported program keeps only that branch and asserts it at run time."
+            if result is not None
+            else "torch.export.export fails here."
         )
+        msg = (
+            f"{'Draft export' if result is not None else 'torch.export.export'} could not decide {what}: it depends on the values "
+            f"inside a tensor (torch saw `{short}`). {seen} Rewrite the branch with torch.cond to export both paths."
+        )
+    elif result is None:  # plain export's own failure: no example values were seen
+        spelled = str(source_expr) if source_expr and not unmapped else short
+        where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
+        msg = (
+            f"torch.export.export fails here: it cannot decide `{spelled}`, because the value comes from a "
+            f"tensor's data (torch saw `{short}`{'; ' + where if where else ''})."
+        )
+        if source_expr and not unmapped:
+            msg += f" State which holds with `torch._check({source_expr})` (or its opposite) above this line"
+            msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     else:
         spelled = str(source_expr) if source_expr and not unmapped else short
         where = ", ".join(f"{s} is `{names[s]}`" for s in sorted(symbols.symbols_in(expr)) if s in names)
@@ -218,7 +234,7 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
                 f"with `torch._check({pin})` (the program then accepts only that value); "
                 f"`torch._check({taken})` alone settles only this first question."
             )
-        elif source_expr and not unmapped:
+        elif source_expr and not unmapped and result is not None:
             msg += f" Add `torch._check({source_expr if result != 'False' else fixes.negate(source_expr)})` above this line to state the assumption"
             msg += ", or rewrite the branch with torch.cond to keep both paths." if data.get("statement_kind") == "if" else "."
     if occurrences > 1:
@@ -308,64 +324,6 @@ def plain_export_repro(ctx: Context) -> str:
             f"dynamic_shapes=s.get('dynamic_shapes'))"
         )
     return f"python -c {shlex.quote(code)}"
-
-
-def guard_added(ctx: Context, failure: ExportFailure, spec: Any) -> list[Diagnostic]:
-    """`spec`: the target's dynamic_shapes, for the Dim names the user gave."""
-    frame, outer = _primary(ctx, failure)
-    expr = failure.get("expr", "")
-    fl = failure.get("frame_locals") or {}
-    names = symbols.symbol_names(fl, failure.get("symbol_to_sources"))
-    source_expr, unmapped = symbols.to_python(expr, names)
-    spelled = source_expr or expr
-    dims: list[DimInfo] = []
-    for sym, src_text in (failure.get("symbol_to_sources") or {}).items():
-        m = re.match(r"L\['(\w+)'\]\.size\(\)\[(\d+)\]", str(src_text))
-        if m:
-            dims.append({"symbol": sym, "input": m.group(1), "dim": int(m.group(2)), "name": _dim_name(spec, m.group(1), int(m.group(2)))})
-    value = None
-    m = re.match(r"Eq\((\w+), (-?\d+)\)$", expr.strip())
-    if m:
-        value = int(m.group(2))
-    data: GuardAddedData = {
-        "expr": expr,
-        "source_expr": source_expr,
-        "names": names,
-        "dims": dims,
-        "value": value,
-        "new_dynamic_shapes": failure.get("new_dynamic_shapes"),
-        "export_call": {"file": ctx.target_file, "line": ctx.target_line},
-    }
-    dim_text = ", ".join(f"`{names.get(d['symbol'], d['symbol'])}`" + (f' (Dim "{d["name"]}")' if d["name"] else "") for d in dims) or "a dimension"
-    msg = (
-        f"{dim_text} is marked dynamic in dynamic_shapes, but this code specialises it"
-        f"{f' to {value}' if value is not None else ''}: torch added the guard `{spelled}` (`{expr}`), "
-        f"so torch.export.export fails with a constraint violation. Mark the dimension static "
-        f"(Dim.STATIC) if it really is fixed, or use Dim.AUTO to let export keep it dynamic where it can."
-    )
-    related = []
-    tsrc = ctx.source(ctx.target_file)
-    if tsrc is not None:
-        related.append(Related(ctx.target_file, placement.statement_range(tsrc, ctx.target_line), "the dynamic_shapes of this target"))
-    if frame is None:
-        file, rng = target_anchor(ctx)
-        return [new_diagnostic(ctx, file, rng, "guard-added", msg, data=data)]
-    src = ctx.source(frame.file)
-    rng = placement.guard_range(src, frame.line, set())[0] if src else Range.of(frame.line - 1, 0, frame.line - 1, 0)
-    data["user_line"] = frame.line
-    return [new_diagnostic(ctx, frame.file, rng, "guard-added", msg, related=related + outer_related(ctx, outer, "called", frame), data=data)]
-
-
-def _dim_name(spec: Any, arg: str, dim: int) -> str | None:
-    """The `Dim("batch")` name the user gave to input `arg`'s dimension `dim`, if any."""
-    entry = spec.get(arg) if isinstance(spec, dict) else None
-    if isinstance(entry, dict):
-        entry = entry.get(str(dim))
-    elif isinstance(entry, list) and dim < len(entry):
-        entry = entry[dim]
-    else:
-        entry = None
-    return entry.get("dim") if isinstance(entry, dict) else None
 
 
 def _profile_text(profiles: list[OpProfile]) -> str:

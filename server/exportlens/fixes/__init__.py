@@ -17,7 +17,8 @@ Entry points:
   ``torch.cond`` (preferred for tensor-valued tests).
 * ``register_fake_fix(text, file, op, profiles, definition)`` — a fake kernel after the op.
 * ``mismatch_fix(text, file, def_line, reason, real_out)`` — corrects an existing fake kernel.
-* ``dynamic_shapes_fixes(text, file, call_line, dim, value)`` — ``Dim.STATIC`` / ``Dim.AUTO``.
+* ``refine_range``, ``derive``, ``example_size_fix``, ``static_dims`` — dynamic shapes as torch
+  suggests them (``parse_suggested`` reads its "Suggested fixes:" lines), where the user wrote them.
 * ``capture_scalar_outputs_fix``, ``reorderable_logging_fix``, ``compiler_disable_fix``,
   ``drop_dynamic_false_fix`` — torch.compile graph breaks and recompiles (compile_fixes.py).
 * ``apply_edits(text, edits)``, ``apply_fix(texts, fix)``, ``unified_diff(old, new, path)``.
@@ -38,7 +39,8 @@ from .check_insert import (
 from .common import Refusal
 from .compile_fixes import capture_scalar_outputs_fix, compiler_disable_fix, drop_dynamic_false_fix, reorderable_logging_fix
 from .cond_rewrite import rewrite_if_as_cond
-from .dynamic_shapes_fix import dynamic_shapes_fixes
+from .dynamic_shapes_fix import derive, parse_suggested, refine_range, static_dims
+from .dynamic_shapes_fix import example_size as example_size_fix
 from .fake_kernel import library_op_params, qualified_name, register_fake_fix, register_fake_in_project_fix
 from .mismatch_fix import mismatch_fix
 
@@ -53,7 +55,11 @@ __all__ = [
     "compiler_disable_fix",
     "drop_dynamic_false_fix",
     "reorderable_logging_fix",
-    "dynamic_shapes_fixes",
+    "derive",
+    "example_size_fix",
+    "parse_suggested",
+    "refine_range",
+    "static_dims",
     "guard_check_fixes",
     "insert_check",
     "insert_checks",

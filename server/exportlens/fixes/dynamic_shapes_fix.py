@@ -1,136 +1,157 @@
-"""Edit the ``dynamic_shapes`` literal of an export call after a constraint violation.
+"""Dynamic-shape fixes as torch suggests them, edited where the user wrote their Dims and examples.
 
-torch says e.g. "You marked batch as dynamic but your code specialized it to be a constant
-(4) ... Suggested fixes: batch = 4" and gives no file or line (docs/torch-facts.md §1.3, 1d). Two fixes:
-``Dim.STATIC`` (what torch suggests: the model accepts only that size) and ``Dim.AUTO`` (export
-decides per dimension instead of failing; a dimension the code specialises is still static).
+Plain export's constraint violation ends with "Suggested fixes:" (docs/torch-facts.md §9):
+a range (`seq = Dim('seq', min=17, max=64)`), a derived dimension (`_n = Dim('_n', min=1,
+max=512)` then `n = 2*_n`), a relation (`b = a`), or a constant (`batch = 4`). The first three keep
+the dimension dynamic and are what a fix should do; a constant gives it up and says so. A size of
+0 or 1 in the example is always specialised: the fix that keeps the dimension dynamic edits the
+example (`(1, 1)` → `(1, 2)`). `Dim.STATIC` is always the alternative that gives the dimension up,
+and its title says so.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Any
+import re
+from dataclasses import dataclass, replace
 
 from exportlens.model import Fix
 
-from .common import Refusal, make_fix, parse_or_refuse, torch_binding, walk_with_parents
-from .text import node_span, replace_spans, segment, split_lines
+from .common import Refusal, bound_names, fresh_name, make_fix, parse_or_refuse
+from .spec_source import ExampleSize, bound_name, dim_calls, dim_prefix, statement_of
+from .text import indent_of, newline_of, node_span, replace_spans, segment, split_lines
+
+_RANGE = re.compile(r"^(?P<name>\w+) = Dim\('(?P<dim>[^']*)'(?:, min=(?P<min>-?\d+))?(?:, max=(?P<max>-?\d+))?\)$")
+_CONSTANT = re.compile(r"^(?P<name>\w+) = (?P<value>-?\d+)$")
+_LINEAR = re.compile(r"^(?P<name>\w+) = (?:(?P<factor>\d+)\*)?(?P<root>[A-Za-z_]\w*)(?: (?P<sign>[+-]) (?P<offset>\d+))?$")
 
 
-def _is_dim_call(node: ast.AST, name: str) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-    return fname == "Dim" and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == name
+@dataclass(frozen=True)
+class Suggestion:
+    """One line of torch's "Suggested fixes:", parsed."""
+
+    name: str
+    kind: str  # range | static | derived (`name = factor*root + offset`; factor 1, offset 0: equal)
+    min: int | None = None
+    max: int | None = None
+    value: int | None = None
+    root: str | None = None
+    factor: int = 1
+    offset: int = 0
 
 
-def _scope_statements(scope: ast.AST) -> list[ast.stmt]:
-    """Statements of a function or module body, not descending into nested defs/classes."""
-    out: list[ast.stmt] = []
-    stack = list(getattr(scope, "body", []))
-    while stack:
-        s = stack.pop()
-        out.append(s)
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            for child in getattr(s, field, []) or []:
-                if isinstance(child, ast.ExceptHandler):
-                    stack.extend(child.body)
-                elif isinstance(child, ast.stmt):
-                    stack.append(child)
-    return sorted(out, key=lambda s: s.lineno)
+def parse_suggested(lines: list[str]) -> dict[str, Suggestion]:
+    """torch's suggested-fix lines by the name they set (unknown shapes of line are skipped)."""
+    out: dict[str, Suggestion] = {}
+    for line in lines:
+        line = line.strip()
+        if m := _RANGE.match(line):
+            out[m["name"]] = Suggestion(m["name"], "range", min=_int(m["min"]), max=_int(m["max"]))
+        elif m := _CONSTANT.match(line):
+            out[m["name"]] = Suggestion(m["name"], "static", value=int(m["value"]))
+        elif m := _LINEAR.match(line):
+            offset = int(m["offset"] or 0) * (-1 if m["sign"] == "-" else 1)
+            out[m["name"]] = Suggestion(m["name"], "derived", root=m["root"], factor=int(m["factor"] or 1), offset=offset)
+    return out
 
 
-def _dim_prefix(tree: ast.Module) -> str:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("torch.export", "torch.export.dynamic_shapes"):
-            for alias in node.names:
-                if alias.name == "Dim":
-                    return alias.asname or "Dim"
-    return f"{torch_binding(tree) or 'torch'}.export.Dim"
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None else None
 
 
-def dynamic_shapes_fixes(text: str, file: str, call_line: int, dim: str, value: Any = None) -> list[Fix] | Refusal:
-    """Fixes for "you marked ``dim`` dynamic but the code specialised it" on the export call
-    at ``call_line`` (1-based): ``Dim.STATIC`` (preferred, as torch suggests) and ``Dim.AUTO``."""
+def _dim_text(prefix: str, name: str, lo: int | None, hi: int | None) -> str:
+    bounds = "".join(f", {k}={v}" for k, v in (("min", lo), ("max", hi)) if v is not None)
+    return f'{prefix}("{name}"{bounds})'
+
+
+def _span(lo: int | None, hi: int | None) -> str:
+    return f"{lo if lo is not None else 0}..{hi if hi is not None else '∞'}"
+
+
+def refine_range(text: str, file: str, name: str, lo: int | None, hi: int | None, *, preferred: bool = True) -> Fix | Refusal:
+    """Every `Dim("name", ...)` of the file gets torch's range: the dimension stays dynamic."""
     tree = parse_or_refuse(text)
     if isinstance(tree, Refusal):
         return tree
+    calls = dim_calls(tree, name)
+    if not calls:
+        return Refusal(f'no `Dim("{name}", ...)` in this file to refine (the Dim may be built elsewhere)')
     lines = split_lines(text)
-    best: tuple[ast.Call, list[ast.AST]] | None = None
-    for node, parents in walk_with_parents(tree):
-        if (
-            isinstance(node, ast.Call)
-            and node.lineno <= call_line <= (node.end_lineno or node.lineno)
-            and any(k.arg == "dynamic_shapes" for k in node.keywords)
-        ) and (best is None or len(parents) > len(best[1])):
-            best = (node, parents)
-    scope: ast.AST = tree
-    if best is not None:
-        call, parents = best
-        spec = next(k.value for k in call.keywords if k.arg == "dynamic_shapes")
-        scope = next((p for p in reversed(parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), tree)
-        before = call.lineno
-    else:  # the ExportDB convention: a module-level `dynamic_shapes = {...}` beside `model`
-        spec = ast.Name(id="dynamic_shapes", ctx=ast.Load())
-        before = len(lines) + 1
-        if not any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "dynamic_shapes" for t in s.targets) for s in tree.body):
-            return Refusal(f"no call with `dynamic_shapes=` at line {call_line} and no module-level `dynamic_shapes`")
-    stmts = _scope_statements(scope)
-    if isinstance(spec, ast.Name):
-        bound = [
-            s for s in stmts
-            if isinstance(s, ast.Assign) and s.lineno < before
-            and any(isinstance(t, ast.Name) and t.id == spec.id for t in s.targets)
-        ]  # fmt: skip
-        if not bound:
-            return Refusal(f"`{spec.id}` is not assigned a literal earlier in the same scope")
-        spec = bound[-1].value
-    if not isinstance(spec, (ast.Dict, ast.Tuple, ast.List)):
-        return Refusal("the dynamic_shapes value is not a dict/tuple/list literal")
+    spans = []
+    for call in calls:
+        a, b = node_span(text, call)
+        spans.append((a, b, _dim_text(segment(lines, call.func), name, lo, hi)))
+    shown = _dim_text(segment(lines, calls[0].func), name, lo, hi)
+    title = f"Refine `{name}` to `{shown}`, as torch suggests: it stays dynamic, over {_span(lo, hi)}"
+    return make_fix(file, text, replace_spans(text, spans), title, preferred)
 
-    # Variables bound to Dim("<dim>") in this scope or the module.
-    dim_vars: dict[str, str] = {}
-    for s in _scope_statements(tree) + (stmts if scope is not tree else []):
-        if isinstance(s, ast.Assign) and _is_dim_call(s.value, dim):
-            assert isinstance(s.value, ast.Call)
-            for t in s.targets:
-                if isinstance(t, ast.Name):
-                    dim_vars[t.id] = segment(lines, s.value.func)
-    refs: list[tuple[ast.AST, str]] = []
-    derived = False
-    for node, anc in walk_with_parents(spec):
-        hit: str | None = None
-        if _is_dim_call(node, dim):
-            assert isinstance(node, ast.Call)
-            hit = segment(lines, node.func)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and (node.id in dim_vars or node.id == dim):
-            hit = dim_vars.get(node.id) or _dim_prefix(tree)
-        if hit is not None:
-            if any(isinstance(a, ast.Call) for a in anc) and not _is_dim_call(node, dim):
-                continue  # an argument of some call, not an entry of the spec
-            if anc and isinstance(anc[-1], ast.BinOp):
-                derived = True
-            refs.append((node, hit))
-    if derived:
-        return Refusal(f"`{dim}` is used in a derived dimension (arithmetic); edit the spec by hand")
-    if not refs:
-        return Refusal(f"`{dim}` does not appear in the dynamic_shapes of this call")
 
-    fixes: list[Fix] = []
-    shown = f" = {value}" if value is not None else ""
-    static = f"Mark `{dim}` static with Dim.STATIC, as torch suggests ({dim}{shown}): the model will not be dynamic in `{dim}`"
-    auto = f"Switch `{dim}` to Dim.AUTO: export no longer fails, but keeps `{dim}` dynamic only where the code allows (this code specialises it: {dim}{shown})"
-    variants = (("STATIC", True, static), ("AUTO", False, auto))
-    for attr, pref, title in variants:
-        spans = []
-        for node, prefix in refs:
-            a, b = node_span(text, node)
-            spans.append((a, b, f"{prefix}.{attr}"))
-        fix = make_fix(file, text, replace_spans(text, spans), title, pref)
-        if isinstance(fix, Refusal):
-            return fix
-        fixes.append(fix)
-    return fixes
+def derive(text: str, file: str, name: str, s: Suggestion, root: Suggestion | None, *, preferred: bool = True) -> Fix | Refusal:
+    """`n` becomes `2 * _n` (torch's derived dimension); a new root Dim (`_n = Dim("_n", min=1,
+    max=512)`) is inserted above the first place `n` is written, an existing one is used by its name."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    calls = dim_calls(tree, name)
+    if not calls or s.root is None:
+        return Refusal(f'no `Dim("{name}", ...)` in this file to derive from another dimension')
+    lines = split_lines(text)
+    prefix = segment(lines, calls[0].func)
+    existing = dim_calls(tree, s.root)
+    insert = ""
+    if existing:  # a relation to a Dim the user already has: refer to it by its variable
+        bound = bound_name(tree, existing[0])
+        if bound is None:
+            return Refusal(f'`Dim("{s.root}")` is not bound to a name this file could refer to; edit the spec by hand')
+        root_name = bound[0]
+    else:
+        if root is None or root.kind != "range":
+            return Refusal(f"torch's suggestion names the root `{s.root}` without its range")
+        root_name = fresh_name(bound_names(tree), s.root) if s.root in bound_names(tree) else s.root
+        insert = f"{root_name} = {_dim_text(prefix, s.root, root.min, root.max)}"
+    expr = f"{s.factor} * {root_name}" if s.factor != 1 else root_name
+    if s.offset:
+        expr += f" {'+' if s.offset > 0 else '-'} {abs(s.offset)}"
+    spans = [(*node_span(text, call), expr) for call in calls]
+    new = replace_spans(text, spans)
+    if insert:
+        place = statement_of(tree, calls[0])
+        if place is None:
+            return Refusal("could not find the statement that builds the Dim")
+        stmt = place[0]
+        first = lines[stmt.lineno - 1]
+        new_lines = split_lines(new)
+        new_lines.insert(stmt.lineno - 1, indent_of(first) + insert + newline_of(text, stmt.lineno - 1))
+        new = "".join(new_lines)
+    how = f"`{insert}`, then `{name} = {expr}`" if insert else f"`{name} = {expr}`"
+    title = f"Make `{name}` a derived dimension, as torch suggests: {how}; it stays dynamic"
+    return make_fix(file, text, new, title, preferred)
+
+
+def static_dims(text: str, file: str, name: str | None, entries: list[ast.expr], what: str, value: int | None) -> Fix | Refusal:
+    """`Dim.STATIC` for the dimension (every `Dim("name")` of the file, or the given spec entries):
+    export passes, and the dimension is no longer dynamic. Never the preferred fix."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    nodes: list[ast.expr] = [*dim_calls(tree, name)] if name else []
+    nodes += [e for e in entries if not any(e is n for n in nodes)]
+    if not nodes:
+        return Refusal(f"could not find where `{what}` is declared dynamic in this file")
+    static = f"{dim_prefix(tree)}.STATIC"
+    spans = [(*node_span(text, n), static) for n in nodes]
+    size = f" (the program accepts only size {value})" if value is not None else ""
+    title = f"Mark `{what}` static with `{static}`: export passes, but `{what}` is no longer dynamic{size}"
+    return make_fix(file, text, replace_spans(text, spans), title, False)
+
+
+def example_size(text: str, file: str, site: ExampleSize, spelled: str, dim_name: str, size: int = 2) -> Fix | Refusal:
+    """The example's literal size 0/1 becomes `size`: export no longer specialises the dimension."""
+    a, b = node_span(text, site.size)
+    old_call = text[slice(*node_span(text, site.creation))]
+    new = replace_spans(text, [(a, b, str(size))])
+    ca, cb = node_span(text, site.creation)
+    new_call = new[ca : cb + len(str(size)) - (b - a)]
+    title = f"Give the example size {size} in `{spelled}` (`{old_call}` → `{new_call}`): export specialises sizes 0 and 1; `{dim_name}` stays dynamic"
+    fix = make_fix(file, text, new, title, True)
+    return replace(fix, changes_example=True) if isinstance(fix, Fix) else fix

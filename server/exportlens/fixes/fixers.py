@@ -15,8 +15,8 @@ from typing import Any
 
 from exportlens import deprecated, suppress
 from exportlens import fixes as gen
-from exportlens.fixes import compile_fixes
-from exportlens.fixes.common import Offer
+from exportlens.fixes import compile_fixes, spec_source
+from exportlens.fixes.common import Offer, Refusal, parse_or_refuse
 from exportlens.model import Diagnostic, Fix
 from exportlens.source import Reader
 
@@ -72,6 +72,14 @@ def _data_dependent_in(d: Diagnostic, text: str, offer: Offer) -> list[Fix]:
         title = _assumption_title(f"Pin the value: add `torch._check({pin})`", pin, otherwise="any other value")
         return [_assume(f, pin, title) for f in offer.take(gen.insert_check(text, d.file, line, pin, preferred=True))]
     expr = data.get("source_expr")
+    if expr and data.get("result") is None and data.get("kind") == "condition":
+        # plain export's own failure, before draft export saw the example's values: neither branch is
+        # the observed one; the torch.cond rewrite keeps both
+        out = offer.take(gen.rewrite_if_as_cond(text, d.file, line, _tensor_names(data))) if is_if else []
+        for cond in (expr, gen.negate(expr)):
+            checks = offer.take(gen.insert_check(text, d.file, line, cond, preferred=False))
+            out += [_assume(f, cond, _assumption_title(f"Add `torch._check({cond})`", cond)) for f in checks]
+        return out
     if not expr or data.get("result") not in ("True", "False"):
         return []
     taken = expr if data["result"] == "True" else gen.negate(expr)
@@ -160,15 +168,80 @@ def mismatched_fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fi
 
 
 def guard_added(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
-    """guard-added: `Dim.STATIC` / `Dim.AUTO` for the one named dim in the call's `dynamic_shapes`."""
+    """guard-added: torch's suggested fix where the user wrote the Dim (a range, a derived dimension),
+    a larger example for a size of 0/1, a `torch.cond` rewrite of the user's `if` that fixed it to a
+    constant; `Dim.STATIC` as the alternative that gives the dimension up."""
     call = d.data.get("export_call") or {}
-    named = [dim for dim in d.data.get("dims") or [] if dim.get("name")]
-    if not call.get("file") or len(named) != 1:
-        return []
-    text = read(call["file"])
+    text = read(call["file"]) if call.get("file") else None
     if text is None:
         return []
-    return offer.take(gen.dynamic_shapes_fixes(text, call["file"], int(call["line"]), named[0]["name"], d.data.get("value")))
+    name, reason, dims = str(d.data.get("name") or ""), d.data.get("reason"), d.data.get("dims") or []
+    spelled = ", ".join(dim["spelled"] for dim in dims) or name
+    out: list[Fix] = []
+    if reason == "zero-one":
+        out += _example_fixes(d, text, call, dims, name, offer)
+    else:
+        suggested = gen.parse_suggested(list(d.data.get("suggested") or []))
+        s = suggested.get(name)
+        if s is not None and s.kind == "range":
+            out += offer.take(gen.refine_range(text, call["file"], name, s.min, s.max))
+        elif s is not None and s.kind == "derived":
+            out += offer.take(gen.derive(text, call["file"], name, s, suggested.get(s.root or "")))
+        if reason == "constant" or s is None:
+            out += _cond_fixes(d, read, offer)
+    named = name if any(dim.get("name") == name for dim in dims) else None
+    out += offer.take(gen.static_dims(text, call["file"], named, _entries(text, call, dims), spelled if named is None else name, d.data.get("value")))
+    return out
+
+
+def dim_specialized(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """dim-specialized: a larger example for a size of 0/1, a `torch.cond` rewrite of the user's `if`
+    that fixed it (both keep the dimension dynamic); `Dim.STATIC` to say what the program already is."""
+    call = d.data.get("export_call") or {}
+    dim = d.data.get("dim") or {}
+    text = read(call["file"]) if call.get("file") else None
+    if text is None or not dim:
+        return []
+    out: list[Fix] = []
+    if d.data.get("reason") == "zero-one":
+        out += _example_fixes(d, text, call, [dim], str(dim.get("name") or dim.get("spelled")), offer)
+    elif d.data.get("statement_kind") == "if" and d.data.get("placed") == "guard" and not d.data.get("library"):
+        out += _cond_fixes(d, read, offer)
+    out += offer.take(gen.static_dims(text, call["file"], None, _entries(text, call, [dim]), str(dim.get("spelled")), d.data.get("value")))
+    return out
+
+
+def _example_fixes(d: Diagnostic, text: str, call: dict[str, Any], dims: list[dict[str, Any]], name: str, offer: Offer) -> list[Fix]:
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return offer.take(tree)
+    out: list[Fix] = []
+    for dim in dims[:1]:  # one example is enough: a shared Dim's inputs share the size
+        site = spec_source.example_size(tree, int(call["line"]), str(dim["input"]), int(dim["index"]), int(dim["dim"]))
+        if site is None:
+            why = f"the example input `{dim['input']}` is not written with literal sizes here; give it a size of 2 or more in dimension {dim['dim']} by hand"
+            offer.take(Refusal(why))
+            continue
+        out += offer.take(gen.example_size_fix(text, call["file"], site, str(dim["spelled"]), name))
+    return out
+
+
+def _cond_fixes(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """The `if` that fixed the dimension, as `torch.cond`: both paths stay, and so does the dimension."""
+    line = int(d.data.get("user_line") or 0)
+    text = read(d.file) if line and not d.data.get("library") else None
+    if text is None:
+        return []
+    return offer.take(gen.rewrite_if_as_cond(text, d.file, line))
+
+
+def _entries(text: str, call: dict[str, Any], dims: list[dict[str, Any]]) -> list[ast.expr]:
+    """The spec entries of Dim.AUTO / Dim.DYNAMIC dimensions (a named Dim is found by its name)."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return []
+    found = [spec_source.spec_entry(tree, int(call["line"]), str(dim["input"]), int(dim["index"]), int(dim["dim"])) for dim in dims if not dim.get("name")]
+    return [e for e in found if e is not None]
 
 
 def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:

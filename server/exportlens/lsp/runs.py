@@ -271,7 +271,12 @@ class Runs:
             progress = RunProgress.start(self.ls, names, lambda: task.cancel() if task else None)
         try:
             doc = document.load(path, text) if text is not None else self.disk_document(path)
-            result = await engine.check(doc, explicit=explicit, on_target=progress.target, on_phase=progress.phase)
+
+            def early(diags: list[Diagnostic]) -> None:  # the user's export failed: shown before draft export runs
+                if self.generation.get(path) == gen:
+                    self.store(path, FileResult(path, diagnostics=diags, ran=True, document=doc), version, final=False)
+
+            result = await engine.check(doc, explicit=explicit, on_target=progress.target, on_phase=progress.phase, on_early=early)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
@@ -362,7 +367,9 @@ class Runs:
             return None, None
         return text, version
 
-    def store(self, owner: str, result: FileResult, version: int | None = None) -> None:
+    def store(self, owner: str, result: FileResult, version: int | None = None, *, final: bool = True) -> None:
+        """Keep and publish a run's result; a final one also warms its fixes and starts verifying them
+        (an early one, the user's failed export before draft export ends, is only shown)."""
         old = self.results.get(owner)
         before = old.files() if old else set()
         seconds = sum(t.seconds for t in result.targets)
@@ -375,6 +382,8 @@ class Runs:
         touched = sorted(before | self.results[owner].files())
         for p in touched:
             self.publish(p)
+        if not final:
+            return
         self.ls.refresh_code_lens()
         self.ls.background(self.ls.actions.warm(touched))
         self.ls.verification.start(owner, list(result.diagnostics), texts, doc)  # after publishing: never delays it

@@ -151,6 +151,28 @@ def graph_break_stack(frame: Any, extract_stack: Callable[[], Any], depth: int =
         return None
 
 
+SHAPE_ENV_HOOKS = {"create_symbol": ("val", "source"), "_log_guard": ("prefix", "g"), "_set_replacement": ("a", "tgt", "msg")}
+
+
+def shape_env_hooks(shape_env_cls: Any) -> set[str]:
+    """The `ShapeEnv` methods `shapes.ShapeWatch` can listen to: each present with the parameters it reads.
+
+    Needed by every release 2.8–2.14 alike (the same three methods and parameters, measured): the
+    probe keeps a renamed or reshaped method from breaking the user's export; a missing one only
+    costs the line of a specialised dimension (the finding then goes on the export call).
+    """
+    found = set()
+    for name, params in SHAPE_ENV_HOOKS.items():
+        fn = getattr(shape_env_cls, name, None)
+        try:
+            names = list(inspect.signature(fn).parameters)[1 : 1 + len(params)] if callable(fn) else []
+        except (TypeError, ValueError):
+            names = []
+        if tuple(names) == params:
+            found.add(name)
+    return found
+
+
 def probe(torch: Any) -> dict[str, Any]:
     """What the worker found in this torch, for the `ready` event (the server and logs read it)."""
     draft = draft_export(getattr(torch, "export", None))
@@ -161,6 +183,7 @@ def probe(torch: Any) -> dict[str, Any]:
             from torch.fx.experimental import symbolic_shapes
 
             out["unbacked_value_hook"] = unbacked_value_hook(symbolic_shapes.ShapeEnv)
+            out["shape_env_hooks"] = sorted(shape_env_hooks(symbolic_shapes.ShapeEnv))
         except Exception:
             out["unbacked_value_hook"] = None
     return out

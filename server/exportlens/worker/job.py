@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture, compat, compile_watch, overlay, stacks, trace_watch
+from exportlens.worker import capture, compat, compile_watch, overlay, plain, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -43,7 +43,7 @@ class Recorder:
         self.values: dict[str, Any] = {}
         self.save_profiles = False
         self.outputs = False  # fingerprint the eager outputs (fix verification compares them)
-        self.plain_export = False  # confirm a clean draft with plain torch.export.export
+        self.draft = "auto"  # "always": draft export runs even where plain export passes without custom ops
         self.count = 0
         self._active = False
         self.floats: list[dict[str, Any]] = []  # where each unbacked float symbol came from, in order
@@ -210,11 +210,14 @@ class Recorder:
         return _save_profiles_to(ep, f"{stem}{suffix}.op_profiles.yaml")
 
     def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None, reraise: bool = True, **options: Any) -> Any:
-        """draft_export one target and emit its result; re-raise what export raised.
+        """The user's own export first, then draft export where it can add something; emit the target.
 
-        Each failure is streamed (`finding` event) as torch records it, with the whole Python
-        stack of that moment. When draft export itself crashes, plain `torch.export.export`
-        decides: if it passes, the crash is draft export's own; if not, its error is the finding.
+        Plain `torch.export.export` with the user's exact call decides (docs/torch-facts.md §9). It
+        passes: the target is clean but for the dimensions it fixed, and draft export runs only for
+        custom ops' fake kernels (or when the job asks for it always). It fails: its failure is
+        streamed at once (the editor shows it before draft export starts), then draft export runs to
+        find the rest. The script goes on with plain export's program, else draft export's; it gets
+        plain export's exception when neither produced one.
         """
         if self._draft is None:
             self.unsupported(name, file, line)
@@ -225,6 +228,53 @@ class Recorder:
         self._active = True
         self.values.clear()
         self.floats.clear()
+        try:
+            verdict = plain.run(self._export, mod, args, kwargs, compat.export_options(self._export, options), self.defines)
+        except SystemExit as exc:  # the model itself called sys.exit(): the export never finished
+            self._active = False
+            why = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
+            self.emit({"event": "target", **head, "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc), "target_error": why})
+            self.reported.add(id(exc))
+            if reraise:
+                raise
+            return None
+        finally:
+            self._active = False
+        event: dict[str, Any] = {"event": "target", **head, "plain": verdict.json, "plain_export": "ok" if verdict.ok else _first_line(verdict.exc)}
+        symbol = compat.float_item_bug(verdict.exc) if verdict.exc is not None else None
+        if not verdict.ok:
+            self.emit({"event": "finding", **head, "plain": verdict.json})
+        if symbol is not None:  # torch ≤ 2.12's solver bug: draft export would only hit it again
+            mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
+            event["torch_bug"] = {
+                "kind": "float-item-assert",
+                "symbol": symbol,
+                "created": next((f for f in mine if not f.get("branch")), None),
+                "branch": next((f for f in mine if f.get("branch")), None),
+            }
+        if verdict.json.get("kind") in ("error", None) and verdict.exc is not None:
+            event["exception"] = capture.exception_info(verdict.exc)
+        ep = verdict.ep
+        wanted = (verdict.custom_ops or self.draft == "always") if verdict.ok else not verdict.json.get("user_error") and symbol is None
+        if wanted:
+            self.emit({"event": "phase", "phase": "draft export", "target": name})
+            draft_ep = self._draft_run(event, head, mod, args, kwargs, _draft_options(options, verdict), plain_ok=verdict.ok)
+            ep = ep if ep is not None else draft_ep
+        event["seconds"] = time.perf_counter() - started
+        event.update(self._eager(mod, args, kwargs))
+        self.emit(event)
+        if ep is None and verdict.exc is not None:
+            self.reported.add(id(verdict.exc))
+            if reraise:
+                raise verdict.exc from None
+        return ep
+
+    def _draft_run(self, event: dict[str, Any], head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], *, plain_ok: bool) -> Any:
+        """Draft export, its failures (each streamed as torch records it) into `event`; its program, if any.
+
+        A crash of draft export is its own (plain export already decided): recorded in `event`
+        (`draft_crash`) for the server to say so."""
+        head = dict(head)
 
         def stream(kind: str, data: dict[str, Any], stack: list[dict[str, Any]]) -> None:
             item = capture.failure_json(kind, data, capture.intern_paths(), live_stack=stack)
@@ -233,69 +283,23 @@ class Recorder:
             self.emit({"event": "finding", **head, "failures": [item]})
 
         watch = stacks.FailureWatch(stream)
+        draft = self._draft
+        assert draft is not None  # run() checked
+        self._active = True
         try:
             with watch:
-                ep = self._draft(mod, args, kwargs, **compat.export_options(self._draft, options))
-        except (Exception, SystemExit) as exc:  # draft_export re-raises all but constraint violations
-            draft_info = capture.exception_info(exc)
-            event: dict[str, Any] = {"event": "target", **head}
-            symbol = compat.float_item_bug(exc) if isinstance(exc, Exception) else None
-            plain_exc: BaseException | None = exc
-            plain_ep = None
-            if isinstance(exc, SystemExit):  # the model itself called sys.exit(): the export never finished
-                event["target_error"] = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
-            elif symbol is not None:
-                mine = [f for f in self.floats if f.get("symbol") == symbol and f.get("file")]
-                event["torch_bug"] = {
-                    "kind": "float-item-assert",
-                    "symbol": symbol,
-                    "created": next((f for f in mine if not f.get("branch")), None),
-                    "branch": next((f for f in mine if f.get("branch")), None),
-                }
-            elif _raised_inside_torch(exc):  # not the user's own code: would plain export pass?
-                try:
-                    plain_ep = self._export(mod, args, kwargs, **compat.export_options(self._export, options))
-                    plain_exc = None
-                except Exception as again:
-                    plain_exc = again
-            self._active = False
-            event["seconds"] = time.perf_counter() - started
-            event.update(self._eager(mod, args, kwargs))
-            if plain_exc is None:  # draft export's own bug: the target exports fine
-                event.update({"failures": [], "draft_crash": {**draft_info, "plain_export": "ok"}})
-                if self.plain_export:
-                    event["plain_export"] = "ok"
-                self.emit(event)
-                return plain_ep
-            self.reported.add(id(plain_exc))
-            event["exception"] = draft_info
-            if plain_exc is not exc:  # the server tells a draft-export crash from the user's own error
-                event["draft_crash"] = {**draft_info, "plain_export": "failed"}
-                event["plain_exception"] = capture.exception_info(plain_exc)
-            self.emit(event)
-            if reraise:
-                raise plain_exc from None
+                ep = draft(mod, args, kwargs, **compat.export_options(draft, options))
+        except (Exception, SystemExit) as exc:  # draft export re-raises all but constraint violations
+            event["draft_crash"] = {**capture.exception_info(exc), "plain_export": "ok" if plain_ok else "failed"}
+            event["failures"] = []
             return None
         finally:
             self._active = False
-        seconds = time.perf_counter() - started
         failures = capture.report_failures(ep, self.defines, watch.stack_of)
-        saved = self._save_profiles(ep, file, line) if self.save_profiles else None
-        extra = self._eager(mod, args, kwargs)
-        if self.plain_export and not failures:
-            extra["plain_export"] = self._plain(mod, args, kwargs, options)
-        self.emit(
-            {
-                "event": "target",
-                **head,
-                "seconds": seconds,
-                "failures": failures,
-                "values": dict(self.values),
-                "dynamic_shapes": capture.jsonable(options.get("dynamic_shapes")) if failures else None,
-                "op_profiles": saved,
-                **extra,
-            }
-        )
+        event["failures"] = failures
+        event["values"] = dict(self.values)
+        event["dynamic_shapes"] = capture.jsonable(options.get("dynamic_shapes")) if failures else None
+        event["op_profiles"] = self._save_profiles(ep, head["file"], head["line"]) if self.save_profiles else None
         return ep
 
     def _eager(self, mod: Any, args: Any, kwargs: Any) -> dict[str, Any]:
@@ -308,33 +312,28 @@ class Recorder:
         except Exception as exc:
             return {"outputs_error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]}
 
-    def _plain(self, mod: Any, args: Any, kwargs: Any, options: dict[str, Any]) -> str:
-        """ "ok", or what plain `torch.export.export` raised with the same arguments."""
-        self._active = True
-        try:
-            self._export(
-                mod,
-                args,
-                kwargs,
-                dynamic_shapes=options.get("dynamic_shapes"),
-                strict=bool(options.get("strict")),
-                preserve_module_call_signature=options.get("preserve_module_call_signature", ()),
-            )
-            return "ok"
-        except Exception as exc:
-            return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
-        finally:
-            self._active = False
+
+def _first_line(exc: BaseException | None) -> str:
+    """What plain export raised, in one line (fix verification compares it)."""
+    text = str(exc) if exc is not None else ""
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"[:500]
 
 
-def _raised_inside_torch(exc: BaseException) -> bool:
-    """Whether the innermost frame of the exception is torch's (not the user's or a library's)."""
-    tb = exc.__traceback__
-    last = None
-    while tb is not None:
-        last = tb.tb_frame.f_code.co_filename
-        tb = tb.tb_next
-    return last is not None and stacks.where(last) in ("torch", "generated")
+def _draft_options(options: dict[str, Any], verdict: plain.Verdict) -> dict[str, Any]:
+    """Draft export's arguments after plain export: the user's, but where their Dims were violated,
+    the spec refined as torch suggested. Draft export would otherwise fail the same way first and
+    trace the model a second time with every Dim made Dim.AUTO (docs/torch-facts.md §9)."""
+    suggested = list(verdict.json.get("suggested") or [])
+    spec = options.get("dynamic_shapes")
+    if verdict.json.get("kind") != "constraint" or not spec or not suggested:
+        return options
+    try:
+        from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+        # only the fixes: torch's parser reads every line after the heading, its error's footer too
+        return {**options, "dynamic_shapes": refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(suggested), spec)}
+    except Exception:
+        return options
 
 
 def _save_profiles_to(ep: Any, path: str) -> dict[str, Any]:
@@ -435,7 +434,7 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     rec = Recorder(emit, root)
     rec.save_profiles = bool(request.get("save_op_profiles"))
     rec.outputs = bool(request.get("outputs"))
-    rec.plain_export = bool(request.get("plain_export"))
+    rec.draft = str(request.get("draft") or "auto")
     rec.install()
     if request.get("compile"):
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
