@@ -8,6 +8,7 @@ export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type CompileBackend = 'eager' | 'aot_eager' | 'inductor';
 export const COMPILE_BACKENDS: readonly CompileBackend[] = ['eager', 'aot_eager', 'inductor'];
 export type VerifyFixes = 'on' | 'off';
+export type DraftExport = 'auto' | 'always';
 export type UnhelpfulFixes = 'last' | 'hide';
 
 export interface ExportLensSettings {
@@ -18,6 +19,8 @@ export interface ExportLensSettings {
   targets: string[];
   traceServer: TraceLevel;
   compileBackend: CompileBackend;
+  /** When draft export runs after the user's plain torch.export.export: where it failed or calls custom ops, or always. */
+  draftExport: DraftExport;
   /** Re-run each quick fix in memory after publishing and show the outcome in its title. */
   verifyFixes: VerifyFixes;
   verifyBudgetSeconds: number;
@@ -36,6 +39,7 @@ export const DEFAULT_SETTINGS: Readonly<ExportLensSettings> = Object.freeze({
   targets: [],
   traceServer: 'off',
   compileBackend: 'eager',
+  draftExport: 'auto',
   verifyFixes: 'on',
   verifyBudgetSeconds: 30,
   unhelpfulFixes: 'last',
@@ -57,6 +61,7 @@ export const SETTING_KEYS = [
   'run',
   'timeoutSeconds',
   'compileBackend',
+  'draftExport',
   'targets',
   'trace.server',
   'verifyFixes',
@@ -123,6 +128,13 @@ export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSet
     warnings.push(`exportlens.compileBackend must be one of ${COMPILE_BACKENDS.join(', ')}; using "eager"`);
   }
 
+  const draft = raw['draftExport'];
+  if (draft === 'auto' || draft === 'always') {
+    settings.draftExport = draft;
+  } else if (draft !== undefined) {
+    warnings.push(`exportlens.draftExport must be "auto" or "always", not ${JSON.stringify(draft)}; using "auto"`);
+  }
+
   const verify = raw['verifyFixes'];
   if (verify === 'on' || verify === 'off') {
     settings.verifyFixes = verify;
@@ -179,6 +191,7 @@ export function settingsForServer(settings: ExportLensSettings, resolvedInterpre
     timeoutSeconds: settings.timeoutSeconds,
     targets: [...settings.targets],
     compileBackend: settings.compileBackend,
+    draftExport: settings.draftExport,
     verifyFixes: settings.verifyFixes,
     verifyBudgetSeconds: settings.verifyBudgetSeconds,
     unhelpfulFixes: settings.unhelpfulFixes,
@@ -208,6 +221,7 @@ export function changeEffect(before: ExportLensSettings, after: ExportLensSettin
     before.timeoutSeconds === after.timeoutSeconds &&
     before.traceServer === after.traceServer &&
     before.compileBackend === after.compileBackend &&
+    before.draftExport === after.draftExport &&
     before.verifyFixes === after.verifyFixes &&
     before.verifyBudgetSeconds === after.verifyBudgetSeconds &&
     before.unhelpfulFixes === after.unhelpfulFixes &&

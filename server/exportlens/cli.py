@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)",
     )
     check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
+    check.add_argument(
+        "--draft",
+        default=None,
+        choices=("auto", "always"),
+        help="when draft export runs after your plain torch.export.export: auto (it failed, or the program calls custom ops) or always "
+        "(default: pyproject's draft-export, else auto)",
+    )
     check.add_argument("--fix", action="store_true", help="apply every preferred fix (assumptions only with --assume)")
     check.add_argument("--diff", action="store_true", help="show the preferred fixes as a diff, change nothing")
     check.add_argument("--assume", action="store_true", help="with --fix/--diff, also apply assumption fixes (a torch._check that holds for the example only)")
@@ -138,6 +145,7 @@ def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> Eng
         python=args.python,
         timeout=args.timeout,
         compile_backend=args.compile_backend,
+        draft=getattr(args, "draft", None),
         default_timeout=DEFAULT_TIMEOUT,
         knob="--timeout",
         memory_mb=args.memory_mb,

@@ -41,7 +41,12 @@ class EngineSettings:
     compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
-    draft: str = "auto"  # when draft export runs: "auto" (plain export failed, or custom ops) or "always"
+    draft: str | None = None  # when draft export runs: "auto" (plain export failed, or custom ops), "always"; None: not given
+
+    def draft_for(self, cfg: project.ProjectConfig) -> str:
+        """When draft export runs for a document of this project: the front end's choice, else the
+        document's own `[tool.exportlens] draft-export` (a folder may ask for it), else "auto"."""
+        return self.draft or cfg.draft_export or "auto"
 
     @classmethod
     def resolved(
@@ -51,6 +56,7 @@ class EngineSettings:
         python: str | None = None,
         timeout: float | None = None,
         compile_backend: str | None = None,
+        draft: str | None = None,
         default_timeout: float = 120.0,
         knob: str = "the timeout",
         **fixed: Any,
@@ -65,6 +71,7 @@ class EngineSettings:
             timeout=timeout if timeout is not None else (cfg.timeout or default_timeout),
             timeout_knob=f"timeout under [tool.exportlens] in pyproject.toml (or {knob})" if from_pyproject else knob,
             compile_backend=compile_backend or cfg.compile_backend or cls.compile_backend,
+            draft=draft,  # pyproject's draft-export is the document's own: `draft_for`
             **fixed,
         )
 
@@ -277,14 +284,14 @@ class Engine:
             job["overrides"] = others
         if outputs:
             job["outputs"] = True
-        if self.settings.draft == "always":
+        cfg = project.load_config(plan.root)
+        if self.settings.draft_for(cfg) == "always":
             job["draft"] = "always"
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
         if run_dir:
             job["trace_dir"] = run_dir
-        cfg = project.load_config(plan.root)
 
         def early(diags: list[Diagnostic]) -> None:
             assert on_early is not None

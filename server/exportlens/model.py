@@ -117,14 +117,15 @@ class Verification:
 
     def words(self, code: str = "") -> str:
         """The outcome in a few words, as the editor's code actions and the HTML report say it."""
+        gone = ", ".join(f"`{d}`" for d in self.lost)
+        no_longer = f"{gone} {'is' if len(self.lost) == 1 else 'are'} no longer dynamic"
         if self.status == EXPORT_PASSES and self.lost:
-            gone = ", ".join(f"`{d}`" for d in self.lost)
-            return f"export passes, but {gone} {'is' if len(self.lost) == 1 else 'are'} no longer dynamic"
+            return f"export passes, but {no_longer}"
         if self.status == EXPORT_PASSES:
             return "no graph break left ✓" if code == "graph-break" else "no recompile left ✓" if code == "recompile" else "export passes ✓"
         if self.status == FIXES_THIS:
             n = len(self.remaining)
-            return f"fixes this; {n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''}"
+            return f"fixes this; {n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''}" + (f"; {no_longer}" if self.lost else "")
         return {NO_EFFECT: "does not help", BREAKS: "breaks the target", NOT_CHECKED: "not verified"}.get(self.status, self.status)
 
     def to_json(self) -> dict[str, Any]:

@@ -29,7 +29,8 @@ SKIP_DIRS = {
 
 
 BACKENDS = ("eager", "aot_eager", "inductor")
-KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude")
+DRAFT_MODES = ("auto", "always")  # when draft export runs after the user's plain export (engine.EngineSettings.draft)
+KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude", "draft-export")
 
 
 @dataclass
@@ -52,6 +53,7 @@ class ProjectConfig:
     timeout: float | None = None
     python: str | None = None
     compile_backend: str | None = None
+    draft_export: str | None = None  # "auto" | "always"
     exclude: list[str] = field(default_factory=list)  # globs skipped by folder walks
     errors: list[ConfigError] = field(default_factory=list)
     notice: str | None = None  # not an invalid value, but something the user must hear (targets outside the project)
@@ -159,6 +161,10 @@ def _apply(cfg: ProjectConfig, key: str, value: object) -> str | None:
         if value not in BACKENDS:
             return f"compile-backend must be one of {', '.join(BACKENDS)}, got {value!r}"
         cfg.compile_backend = str(value)
+    elif key == "draft-export":
+        if value not in DRAFT_MODES:
+            return f"draft-export must be one of {', '.join(DRAFT_MODES)}, got {value!r}"
+        cfg.draft_export = str(value)
     elif key == "exclude":
         globs = _strings(value)
         if globs is None:

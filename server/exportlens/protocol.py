@@ -156,7 +156,7 @@ class ExportFailure(TypedDict):
     user_stack: list[FrameInfo]
     stack: list[FrameInfo]
     expr: NotRequired[str]
-    result: NotRequired[str]
+    result: NotRequired[str | None]  # None: plain export's failure (no example values were seen)
     prefix: NotRequired[str]
     reason: NotRequired[str]
     occurrences: NotRequired[int]
@@ -574,6 +574,7 @@ class GuardAddedData(LibraryFacts):
     suggested: list[str]  # torch's suggested fixes (all of the violation's)
     lines: list[str]  # torch's own words about this dimension
     export_call: Place
+    site: str  # the Dim: two dimensions violated on one line stay two findings
     placed: NotRequired[Literal["guard", "example", "target"]]
     example: NotRequired[dict[str, Any]]  # zero-one: where the example input's size is written
     occurrences: NotRequired[int]

@@ -125,6 +125,8 @@ def same_finding(orig: Diagnostic, new: Diagnostic, shifts: dict[str, LineShift]
     """Whether `new` (from the fixed run) is `orig` come back."""
     if orig.code != new.code:
         return False
+    if orig.data.get("site") != new.data.get("site"):
+        return False  # another dimension (or recompiled function, or warning) on the same line
     op = orig.data.get("op")
     if op and op == new.data.get("op"):
         return True
@@ -188,7 +190,7 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
     ran = [t for t in fixed.targets if t.name in mine]
 
     def verdict(status: str, remaining: Iterable[str] = (), detail: str = "", same: bool | None = None) -> Verification:
-        keeps, lost = dynamism_kept(d, base, fixed, names) if status == EXPORT_PASSES and d.code not in COMPILE_CODES else (None, ())
+        keeps, lost = dynamism_kept(d, base, fixed, names) if status in (EXPORT_PASSES, FIXES_THIS) and d.code not in COMPILE_CODES else (None, ())
         return Verification(status, tuple(remaining), None if fix.changes_example else same, fix.assumes, seconds, detail, keeps, lost)
 
     if any(t.status == "timeout" for t in ran):
@@ -219,17 +221,19 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
 
 
 def dynamism_kept(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> tuple[bool | None, tuple[str, ...]]:
-    """Whether the fixed program keeps dynamic every dimension the original call asked to be dynamic
-    (and the ones it lost), from plain export's verdicts of both runs; None when not known."""
+    """Whether the fixed run keeps dynamic every dimension the original call asked to be dynamic, and
+    the ones it lost: those the fixed call no longer asks for (a `Dim.STATIC`), and those its program
+    has static (plain export passed). None when nothing was asked or nothing is known."""
     lost: list[str] = []
     known = False
     for t in targets_of(d):
-        asked, kept = (base.facts.get(t) or {}).get("requested"), (fixed.facts.get(names.get(t, t)) or {}).get("dynamic")
-        if asked is None or kept is None:
+        after = fixed.facts.get(names.get(t, t)) or {}
+        asked, still, kept = (base.facts.get(t) or {}).get("requested"), after.get("requested"), after.get("dynamic")
+        if not asked or (still is None and kept is None):
             continue
-        known = known or bool(asked)
-        lost += [dim for dim in asked if dim not in kept and dim not in lost]
-    return (not lost, tuple(lost)) if known else (None, ())  # None too when no dimension was asked to be dynamic
+        known = True
+        lost += [dim for dim in asked if (still is not None and dim not in still or kept is not None and dim not in kept) and dim not in lost]
+    return (not lost, tuple(lost)) if known else (None, ())
 
 
 def _outputs_compared(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> bool | None:

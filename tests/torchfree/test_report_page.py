@@ -205,7 +205,7 @@ def _hostile_doc(tmp_path: Path) -> dict[str, Any]:
     rng = Range.of(2, 4, 2, 10)
     verified = Verification("breaks", (HOSTILE,), False, HOSTILE, 0.1, HOSTILE)
     fix = Fix(f"Add `{HOSTILE}`", (TextEdit(file, Range.of(2, 0, 2, 0), f"    # {HOSTILE}\n"),), True, HOSTILE, verified)
-    diag = Diagnostic(file, rng, 1, "dim-specialized", f"raised {HOSTILE}", f"model{HOSTILE}", fixes=[fix], data={HOSTILE: {"new_key": HOSTILE}, "x": HOSTILE})
+    diag = Diagnostic(file, rng, 1, "shape-wobble", f"raised {HOSTILE}", f"model{HOSTILE}", fixes=[fix], data={HOSTILE: {"new_key": HOSTILE}, "x": HOSTILE})
     diag.related.append(Related(file, rng, HOSTILE))
     out = {
         "version": 2,
@@ -228,7 +228,7 @@ def test_hostile_text_anywhere_stays_text(tmp_path: Path) -> None:
     assert text.count(HOSTILE) >= 10  # message, source lines, fix, verification, data, target, torch, run...
     f = dom.one("article", "finding")
     assert f.one("figure", "excerpt").one("span", "ul").text() == repr(HOSTILE)[:6]  # the range's six characters, on the line as written
-    assert f.one("span", "title").text() == "dim-specialized"  # a code this ExportLens does not know: shown by name
+    assert f.one("span", "title").text() == "shape-wobble"  # a code this ExportLens does not know: shown by name
     facts = json.loads(f.one("pre", "facts").text())
     assert facts == {HOSTILE: {"new_key": HOSTILE}, "x": HOSTILE}  # unknown data keys, as they are
 

@@ -106,6 +106,7 @@ def _violation(ctx: Context, v: Violation, plain: PlainVerdict) -> Diagnostic:
         "suggested": suggested,
         "lines": list(v.get("lines") or []),
         "export_call": {"file": ctx.target_file, "line": ctx.target_line},
+        "site": name,
     }
     subject = f"`{name}` ({spelled}, {how})" if dims and dims[0].get("name") else f"{spelled} ({how})"
     if v["reason"] == "zero-one":

@@ -116,6 +116,7 @@ class Runs:
             python=s.interpreter,
             timeout=s.timeout_seconds if s.timeout_seconds != default.timeout_seconds else None,
             compile_backend=s.compile_backend if s.compile_backend != default.compile_backend else None,
+            draft=s.draft_export if s.draft_export != default.draft_export else None,
             default_timeout=default.timeout_seconds,
             knob="the setting exportlens.timeoutSeconds",
             extra_targets=list(s.targets),
@@ -125,7 +126,7 @@ class Runs:
             self._engine = Engine(want, log=self.ls.log_worker)
             self._engine_python = python
         now = self._engine.settings
-        now.timeout, now.timeout_knob, now.compile_backend = want.timeout, want.timeout_knob, want.compile_backend
+        now.timeout, now.timeout_knob, now.compile_backend, now.draft = want.timeout, want.timeout_knob, want.compile_backend, want.draft
         now.extra_targets, now.trace_dir = want.extra_targets, want.trace_dir
         if s.jobs is not None:
             now.jobs = self._engine.worker.slots.size = s.jobs

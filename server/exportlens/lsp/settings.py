@@ -27,6 +27,7 @@ class Settings:
     run: str = RUN_ON_SAVE
     targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
     compile_backend: str = "eager"  # torch.compile targets: eager | aot_eager | inductor
+    draft_export: str = "auto"  # auto: draft export only where the user's export failed or calls custom ops; always
     jobs: int | None = None  # jobs at once (files saved together queue FIFO); None = one per core
     verify_fixes: str = VERIFY_ON  # re-run each fix in memory after publishing, and say what it did
     verify_budget_seconds: float = 30.0  # for all fixes of one file's run
@@ -51,6 +52,9 @@ class Settings:
         backend = raw.get("compileBackend", out.compile_backend)
         if backend in ("eager", "aot_eager", "inductor"):
             out.compile_backend = backend
+        draft = raw.get("draftExport", out.draft_export)
+        if draft in ("auto", "always"):
+            out.draft_export = draft
         jobs = raw.get("jobs", out.jobs)
         if jobs is None or isinstance(jobs, int) and not isinstance(jobs, bool) and 1 <= jobs <= 256:
             out.jobs = jobs

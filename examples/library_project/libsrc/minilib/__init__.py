@@ -2,6 +2,7 @@
 
 from minilib.detector import TinyDetector, TwoStageDetector
 from minilib.head import DetectionHead
+from minilib.patches import DynamicPatchEmbed, FixedPatchEmbed
 from minilib.postprocess import filter_scores, remove_small_boxes
 
-__all__ = ["DetectionHead", "TinyDetector", "TwoStageDetector", "filter_scores", "remove_small_boxes"]
+__all__ = ["DetectionHead", "DynamicPatchEmbed", "FixedPatchEmbed", "TinyDetector", "TwoStageDetector", "filter_scores", "remove_small_boxes"]
