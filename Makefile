@@ -42,6 +42,7 @@ pytest: $(STAMP)
 ## make bench: latency and memory figures, measured side by side (a benchmark, not a test)
 bench: $(STAMP)
 	$(BIN)/python bench/engine_latency.py
+	$(BIN)/python bench/plain_first.py
 	$(BIN)/python bench/server_startup.py
 	$(BIN)/python bench/server_code_action.py
 	$(BIN)/python bench/server_save.py

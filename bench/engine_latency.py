@@ -1,8 +1,9 @@
 """Engine latency, side by side in one run (a benchmark, not a test).
 
-1. Warm: the engine's per-target latency (warm zygote → pre-warmed child → draft_export → placed
-   findings) against repeated in-process draft_export of the same target, alternating one of each.
-   Goal: engine ≤ 1.3 × in-process + 50 ms.
+1. Warm: the engine's per-target latency (warm zygote → pre-warmed child → plain export, then draft
+   export where it runs → placed findings) against repeated in-process draft_export of the same
+   target (what finding all of a failing target's problems takes), alternating one of each.
+   Goal: engine ≤ 1.3 × in-process + 50 ms. Against the user's own plain export: bench/plain_first.py.
 2. Cold: `exportlens check FILE` (a fresh CLI: start the worker, analyse, exit) against a fresh
    `python` script that imports torch and calls draft_export. Goal: the CLI is no slower.
 
@@ -14,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
+
+from baseline import InProcess, timed  # noqa: E402
 
 from exportlens.engine import Engine, EngineSettings  # noqa: E402
 
@@ -35,34 +37,6 @@ EXAMPLES = [
 ]
 REPEATS = int(os.environ.get("BENCH_REPEATS", "9"))
 COLD_RUNS = int(os.environ.get("BENCH_COLD_RUNS", "5"))
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-
-
-class InProcess:
-    """The baseline process for one target, answering one timed draft_export per request."""
-
-    def __init__(self, path: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench/inprocess_draft.py"), str(path)],
-            env=ENV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "ready"
-
-    def once(self) -> float:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-        return float(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
 
 
 async def side_by_side(engine: Engine, path: Path) -> tuple[list[float], list[float]]:
@@ -79,12 +53,6 @@ async def side_by_side(engine: Engine, path: Path) -> tuple[list[float], list[fl
     finally:
         base.close()
     return theirs, ours
-
-
-def timed(cmd: list[str]) -> float:
-    started = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, env=ENV)
-    return time.perf_counter() - started
 
 
 async def main() -> None:
@@ -107,7 +75,7 @@ async def main() -> None:
     cli, script = [], []
     for _ in range(COLD_RUNS):  # interleaved
         cli.append(timed([sys.executable, "-m", "exportlens", "check", str(target)]))
-        script.append(timed([sys.executable, str(ROOT / "bench/cold_script.py"), str(target)]))
+        script.append(timed([sys.executable, str(ROOT / "bench/cold_script.py"), str(target), "draft"]))
     c, s = statistics.median(cli), statistics.median(script)
     print(
         f"\ncold, median of {COLD_RUNS}: exportlens check {c:.2f} s, plain python+draft_export {s:.2f} s, "

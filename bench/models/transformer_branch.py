@@ -3,7 +3,6 @@ when activations blow up): plain torch.export.export fails there, draft export g
 
 import torch
 from torch.export import Dim
-
 from transformer import TinyGPT
 
 

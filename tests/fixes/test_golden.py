@@ -94,7 +94,8 @@ def test_no_exception_on_any_line(case: Path) -> None:
             fixes.insert_check(text, "f.py", line, "a > 0"),
             fixes.rewrite_if_as_cond(text, "f.py", line),
             fixes.insert_item_check(text, "f.py", line, "x.sum()"),
-            fixes.dynamic_shapes_fixes(text, "f.py", line, "batch", 4),
+            fixes.static_dims(text, "f.py", line, "batch", [{"input": "x", "index": 0, "dim": 0, "spelled": "x.shape[0]"}], 4),
+            fixes.example_size_fix(text, "f.py", line, {"input": "x", "index": 0, "dim": 1, "spelled": "x.shape[1]"}, "seq"),
             fixes.mismatch_fix(text, "f.py", line, "mismatch between fake value 3 and real value 6 ", SIZE_OUT),
         ):
             for fix in result if isinstance(result, list) else [result]:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 from exportlens.model import Fix
 
 from .common import Refusal, bound_names, fresh_name, make_fix, parse_or_refuse
-from .spec_source import ExampleSize, bound_name, dim_calls, dim_prefix, statement_of
+from .spec_source import bound_name, dim_calls, dim_prefix, spec_entry, statement_of
+from .spec_source import example_size as example_site
 from .text import indent_of, newline_of, node_span, replace_spans, segment, split_lines
 
 _RANGE = re.compile(r"^(?P<name>\w+) = Dim\('(?P<dim>[^']*)'(?:, min=(?P<min>-?\d+))?(?:, max=(?P<max>-?\d+))?\)$")
@@ -86,18 +88,23 @@ def refine_range(text: str, file: str, name: str, lo: int | None, hi: int | None
     return make_fix(file, text, replace_spans(text, spans), title, preferred)
 
 
-def derive(text: str, file: str, name: str, s: Suggestion, root: Suggestion | None, *, preferred: bool = True) -> Fix | Refusal:
-    """`n` becomes `2 * _n` (torch's derived dimension); a new root Dim (`_n = Dim("_n", min=1,
+def derive(text: str, file: str, name: str, suggested: list[str], *, preferred: bool = True) -> Fix | Refusal:
+    """`n` becomes `2 * _n`, as torch's `suggested` lines say; a new root Dim (`_n = Dim("_n", min=1,
     max=512)`) is inserted above the first place `n` is written, an existing one is used by its name."""
     tree = parse_or_refuse(text)
     if isinstance(tree, Refusal):
         return tree
+    lines_by_name = parse_suggested(suggested)
+    s = lines_by_name.get(name)
     calls = dim_calls(tree, name)
-    if not calls or s.root is None:
+    if s is None or s.kind != "derived" or s.root is None:
+        return Refusal(f"torch suggests no derived dimension for `{name}`")
+    if not calls:
         return Refusal(f'no `Dim("{name}", ...)` in this file to derive from another dimension')
     lines = split_lines(text)
     prefix = segment(lines, calls[0].func)
     existing = dim_calls(tree, s.root)
+    root = lines_by_name.get(s.root)
     insert = ""
     if existing:  # a relation to a Dim the user already has: refer to it by its variable
         bound = bound_name(tree, existing[0])
@@ -112,46 +119,54 @@ def derive(text: str, file: str, name: str, s: Suggestion, root: Suggestion | No
     expr = f"{s.factor} * {root_name}" if s.factor != 1 else root_name
     if s.offset:
         expr += f" {'+' if s.offset > 0 else '-'} {abs(s.offset)}"
-    spans = [(*node_span(text, call), expr) for call in calls]
-    new = replace_spans(text, spans)
+    new = replace_spans(text, [(*node_span(text, call), expr) for call in calls])
     if insert:
         place = statement_of(tree, calls[0])
         if place is None:
             return Refusal("could not find the statement that builds the Dim")
         stmt = place[0]
-        first = lines[stmt.lineno - 1]
         new_lines = split_lines(new)
-        new_lines.insert(stmt.lineno - 1, indent_of(first) + insert + newline_of(text, stmt.lineno - 1))
+        new_lines.insert(stmt.lineno - 1, indent_of(lines[stmt.lineno - 1]) + insert + newline_of(text, stmt.lineno - 1))
         new = "".join(new_lines)
     how = f"`{insert}`, then `{name} = {expr}`" if insert else f"`{name} = {expr}`"
     title = f"Make `{name}` a derived dimension, as torch suggests: {how}; it stays dynamic"
     return make_fix(file, text, new, title, preferred)
 
 
-def static_dims(text: str, file: str, name: str | None, entries: list[ast.expr], what: str, value: int | None) -> Fix | Refusal:
-    """`Dim.STATIC` for the dimension (every `Dim("name")` of the file, or the given spec entries):
-    export passes, and the dimension is no longer dynamic. Never the preferred fix."""
+def static_dims(text: str, file: str, call_line: int, name: str | None, dims: list[dict[str, Any]], value: int | None = None) -> Fix | Refusal:
+    """`Dim.STATIC` for the dimension: every `Dim("name")` of the file, or (Dim.AUTO, Dim.DYNAMIC)
+    the entries of `dims` in the spec of the export call at `call_line`. Export passes, and the
+    dimension is no longer dynamic: never the preferred fix."""
     tree = parse_or_refuse(text)
     if isinstance(tree, Refusal):
         return tree
     nodes: list[ast.expr] = [*dim_calls(tree, name)] if name else []
-    nodes += [e for e in entries if not any(e is n for n in nodes)]
+    for dim in dims:
+        entry = spec_entry(tree, call_line, str(dim["input"]), int(dim["index"]), int(dim["dim"])) if not dim.get("name") else None
+        if entry is not None and not any(entry is n for n in nodes):
+            nodes.append(entry)
+    what = name or ", ".join(str(d["spelled"]) for d in dims)
     if not nodes:
         return Refusal(f"could not find where `{what}` is declared dynamic in this file")
     static = f"{dim_prefix(tree)}.STATIC"
-    spans = [(*node_span(text, n), static) for n in nodes]
     size = f" (the program accepts only size {value})" if value is not None else ""
     title = f"Mark `{what}` static with `{static}`: export passes, but `{what}` is no longer dynamic{size}"
-    return make_fix(file, text, replace_spans(text, spans), title, False)
+    return make_fix(file, text, replace_spans(text, [(*node_span(text, n), static) for n in nodes]), title, False)
 
 
-def example_size(text: str, file: str, site: ExampleSize, spelled: str, dim_name: str, size: int = 2) -> Fix | Refusal:
-    """The example's literal size 0/1 becomes `size`: export no longer specialises the dimension."""
+def example_size(text: str, file: str, call_line: int, dim: dict[str, Any], dim_name: str, size: int = 2) -> Fix | Refusal:
+    """The example's literal size 0/1 in dimension `dim` (of the target at `call_line`) becomes
+    `size`: export no longer specialises the dimension, which stays dynamic."""
+    tree = parse_or_refuse(text)
+    if isinstance(tree, Refusal):
+        return tree
+    site = example_site(tree, call_line, str(dim["input"]), int(dim["index"]), int(dim["dim"])) if not dim.get("path") else None
+    if site is None:
+        return Refusal(f"the example input `{dim['input']}` is not written with literal sizes here; give it size 2 or more in dimension {dim['dim']} by hand")
     a, b = node_span(text, site.size)
-    old_call = text[slice(*node_span(text, site.creation))]
-    new = replace_spans(text, [(a, b, str(size))])
     ca, cb = node_span(text, site.creation)
-    new_call = new[ca : cb + len(str(size)) - (b - a)]
-    title = f"Give the example size {size} in `{spelled}` (`{old_call}` → `{new_call}`): export specialises sizes 0 and 1; `{dim_name}` stays dynamic"
+    new = replace_spans(text, [(a, b, str(size))])
+    old_call, new_call = text[ca:cb], new[ca : cb + len(str(size)) - (b - a)]
+    title = f"Give the example size {size} in `{dim['spelled']}` (`{old_call}` → `{new_call}`): export specialises sizes 0 and 1; `{dim_name}` stays dynamic"
     fix = make_fix(file, text, new, title, True)
     return replace(fix, changes_example=True) if isinstance(fix, Fix) else fix

@@ -15,8 +15,8 @@ from typing import Any
 
 from exportlens import deprecated, suppress
 from exportlens import fixes as gen
-from exportlens.fixes import compile_fixes, spec_source
-from exportlens.fixes.common import Offer, Refusal, parse_or_refuse
+from exportlens.fixes import compile_fixes
+from exportlens.fixes.common import Offer
 from exportlens.model import Diagnostic, Fix
 from exportlens.source import Reader
 
@@ -175,22 +175,22 @@ def guard_added(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
     text = read(call["file"]) if call.get("file") else None
     if text is None:
         return []
+    file, line = call["file"], int(call["line"])
     name, reason, dims = str(d.data.get("name") or ""), d.data.get("reason"), d.data.get("dims") or []
-    spelled = ", ".join(dim["spelled"] for dim in dims) or name
     out: list[Fix] = []
     if reason == "zero-one":
-        out += _example_fixes(d, text, call, dims, name, offer)
+        out += offer.take(gen.example_size_fix(text, file, line, dims[0], name)) if dims else []
     else:
-        suggested = gen.parse_suggested(list(d.data.get("suggested") or []))
-        s = suggested.get(name)
+        suggested = list(d.data.get("suggested") or [])
+        s = gen.parse_suggested(suggested).get(name)
         if s is not None and s.kind == "range":
-            out += offer.take(gen.refine_range(text, call["file"], name, s.min, s.max))
+            out += offer.take(gen.refine_range(text, file, name, s.min, s.max))
         elif s is not None and s.kind == "derived":
-            out += offer.take(gen.derive(text, call["file"], name, s, suggested.get(s.root or "")))
+            out += offer.take(gen.derive(text, file, name, suggested))
         if reason == "constant" or s is None:
             out += _cond_fixes(d, read, offer)
     named = name if any(dim.get("name") == name for dim in dims) else None
-    out += offer.take(gen.static_dims(text, call["file"], named, _entries(text, call, dims), spelled if named is None else name, d.data.get("value")))
+    out += offer.take(gen.static_dims(text, file, line, named, [] if named else dims, d.data.get("value")))
     return out
 
 
@@ -202,27 +202,14 @@ def dim_specialized(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
     text = read(call["file"]) if call.get("file") else None
     if text is None or not dim:
         return []
+    file, line = call["file"], int(call["line"])
     out: list[Fix] = []
     if d.data.get("reason") == "zero-one":
-        out += _example_fixes(d, text, call, [dim], str(dim.get("name") or dim.get("spelled")), offer)
+        out += offer.take(gen.example_size_fix(text, file, line, dim, str(dim.get("name") or dim.get("spelled"))))
     elif d.data.get("statement_kind") == "if" and d.data.get("placed") == "guard" and not d.data.get("library"):
         out += _cond_fixes(d, read, offer)
-    out += offer.take(gen.static_dims(text, call["file"], None, _entries(text, call, [dim]), str(dim.get("spelled")), d.data.get("value")))
-    return out
-
-
-def _example_fixes(d: Diagnostic, text: str, call: dict[str, Any], dims: list[dict[str, Any]], name: str, offer: Offer) -> list[Fix]:
-    tree = parse_or_refuse(text)
-    if isinstance(tree, Refusal):
-        return offer.take(tree)
-    out: list[Fix] = []
-    for dim in dims[:1]:  # one example is enough: a shared Dim's inputs share the size
-        site = spec_source.example_size(tree, int(call["line"]), str(dim["input"]), int(dim["index"]), int(dim["dim"]))
-        if site is None:
-            why = f"the example input `{dim['input']}` is not written with literal sizes here; give it a size of 2 or more in dimension {dim['dim']} by hand"
-            offer.take(Refusal(why))
-            continue
-        out += offer.take(gen.example_size_fix(text, call["file"], site, str(dim["spelled"]), name))
+    named = dim.get("name") if dim.get("kind") in ("named", "derived") else None
+    out += offer.take(gen.static_dims(text, file, line, named, [] if named else [dim], d.data.get("value")))
     return out
 
 
@@ -233,15 +220,6 @@ def _cond_fixes(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
     if text is None:
         return []
     return offer.take(gen.rewrite_if_as_cond(text, d.file, line))
-
-
-def _entries(text: str, call: dict[str, Any], dims: list[dict[str, Any]]) -> list[ast.expr]:
-    """The spec entries of Dim.AUTO / Dim.DYNAMIC dimensions (a named Dim is found by its name)."""
-    tree = parse_or_refuse(text)
-    if isinstance(tree, Refusal):
-        return []
-    found = [spec_source.spec_entry(tree, int(call["line"]), str(dim["input"]), int(dim["index"]), int(dim["dim"])) for dim in dims if not dim.get("name")]
-    return [e for e in found if e is not None]
 
 
 def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:

@@ -28,10 +28,11 @@ def call_name(node: ast.AST) -> str | None:
 
 def dim_calls(tree: ast.Module, name: str) -> list[ast.Call]:
     """Every `Dim("<name>", ...)` call of the module, in source order (bound, inline or in a helper)."""
+    spelled = {"Dim", dim_prefix(tree).rsplit(".", 1)[-1]}  # `from torch.export import Dim as D`
     found = [
         n
         for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and call_name(n) == "Dim" and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == name
+        if isinstance(n, ast.Call) and call_name(n) in spelled and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == name
     ]
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
