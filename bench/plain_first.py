@@ -1,8 +1,8 @@
 """Plain export first: ExportLens against the user's own export, side by side in one run (a benchmark).
 
-The model is `bench/models/transformer.py` (a 4-block transformer with a dynamic batch, random
+The model is `bench/models/transformer.py` (a 3-block transformer with a dynamic batch, random
 weights) and, failing, `bench/models/transformer_branch.py` (the same with a data-dependent branch
-in its fourth block). Goals (issue 18):
+in its third block). Goals (issue 18):
 
 1. A model that exports, cold, whole process: `exportlens check T` ≤ 1.2 × `python` + import torch +
    build + `torch.export.export` (bench/cold_script.py).

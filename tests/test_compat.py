@@ -132,19 +132,19 @@ def test_float_item_bug_is_recognised_through_the_chain() -> None:
 
 # -- a warm-up that fails must not take the worker down -----------------------------------------
 
-FAILING_WARMUP = '''"""Test stand-in: torch <= 2.12's float-assert bug, hit by the zygote's warm-up only."""
+FAILING_WARMUP = '''"""Test stand-in: torch <= 2.12's float-assert bug, hit by the zygote's warm-up export only."""
 import torch
 
-_real = torch.export.draft_export
+_real = torch.export.export
 
 
-def draft_export(mod, *args, **kwargs):
+def export(mod, *args, **kwargs):
     if type(mod).__name__ == "WarmUp":
         raise AssertionError("Unknown symbol zuf0 created by constraints solver")
     return _real(mod, *args, **kwargs)
 
 
-torch.export.draft_export = draft_export
+torch.export.export = export
 '''
 
 

@@ -1,4 +1,4 @@
-"""A small decoder-only transformer (4 blocks, width 192) exported with a dynamic batch: a model that
+"""A small decoder-only transformer (3 blocks, width 128) exported with a dynamic batch: a model that
 exports, big enough for the benchmarks to measure (nothing is downloaded: random weights)."""
 
 import torch
@@ -26,7 +26,7 @@ class Block(torch.nn.Module):
 
 
 class TinyGPT(torch.nn.Module):
-    def __init__(self, vocab: int = 1000, width: int = 192, depth: int = 4, heads: int = 8, context: int = 64) -> None:
+    def __init__(self, vocab: int = 1000, width: int = 128, depth: int = 3, heads: int = 8, context: int = 64) -> None:
         super().__init__()
         self.tokens = torch.nn.Embedding(vocab, width)
         self.positions = torch.nn.Embedding(context, width)

@@ -1,4 +1,4 @@
-"""The benchmark transformer with a data-dependent branch in its fourth block (a clamp applied only
+"""The benchmark transformer with a data-dependent branch in its third block (a clamp applied only
 when activations blow up): plain torch.export.export fails there, draft export goes on."""
 
 import torch
@@ -11,7 +11,7 @@ class GuardedGPT(TinyGPT):
         x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
         for i, block in enumerate(self.blocks):
             x = block(x)
-            if i == 3 and x.abs().max() > 100:
+            if i == 2 and x.abs().max() > 100:
                 x = x.clamp(-100, 100)
         return self.head(self.norm(x))
 

@@ -86,8 +86,9 @@ def _apply(texts: dict[str, str], fixes: list[Fix]) -> dict[str, str] | None:
     return out
 
 
-def _better(trial: FileResult, base: FileResult) -> bool:
-    """Fewer problems, nothing newly broken, and the models still compute the same."""
+def _better(trial: FileResult, base: FileResult, fixes: list[Fix]) -> bool:
+    """Fewer problems, nothing newly broken, and the models still compute the same (unless a fix
+    changed the example inputs themselves: then the outputs cannot be compared)."""
     if len(problems(trial.diagnostics)) >= len(problems(base.diagnostics)):
         return False
     had = {d.code for d in base.diagnostics}
@@ -95,6 +96,8 @@ def _better(trial: FileResult, base: FileResult) -> bool:
         return False
     if any(t.status in ("crashed", "timeout") for t in trial.targets):
         return False
+    if any(f.changes_example for f in fixes):
+        return True
     return all(same_outputs(base.facts.get(t.name), trial.facts.get(t.name)) is not False for t in base.targets if t.name in trial.facts)
 
 
@@ -144,7 +147,7 @@ async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bo
         trial = None
         if combined is not None and len(chosen) > 1:
             trial = await engine.check_file(path, overrides=combined, outputs=True)
-        if trial is not None and combined is not None and (_better(trial, base) or export_passes(trial)):
+        if trial is not None and combined is not None and (_better(trial, base, [f for _, f in chosen]) or export_passes(trial)):
             kept = chosen
             texts, base = combined, trial
         else:  # one at a time: the best single fix, whose run the verification already made
@@ -154,7 +157,7 @@ async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bo
             if not isinstance(run, FileResult) or isinstance(single, str):
                 out.stopped = "the verified fix could not be applied again"
                 break
-            if not (_better(run, base) or export_passes(run)):
+            if not (_better(run, base, [fix]) or export_passes(run)):
                 out.stopped = "no fix leaves fewer problems"
                 break
             kept = [(d, fix)]

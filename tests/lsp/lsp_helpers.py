@@ -91,8 +91,16 @@ def make_client() -> LanguageClient:
     def lens_refresh(c: LanguageClient, params: Any) -> None:
         c.lens_refreshes = getattr(c, "lens_refreshes", 0) + 1  # type: ignore[attr-defined]
 
+    client.timed_progress = []  # type: ignore[attr-defined]  # (time, value) of every $/progress, in order with the publishes
+    shown = DEFAULT_CLIENT_FEATURES[types.PROGRESS]
+
+    @client.feature(types.PROGRESS)
+    def progress(c: LanguageClient, params: types.ProgressParams) -> None:
+        c.timed_progress.append((time.monotonic(), params.value))  # type: ignore[attr-defined]
+        shown(c, params)
+
     for method, func in DEFAULT_CLIENT_FEATURES.items():
-        if method != types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+        if method not in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.PROGRESS):
             client.feature(method)(func)
     return client
 

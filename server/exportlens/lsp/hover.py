@@ -72,6 +72,10 @@ def _outcome(fix: Fix) -> str:
         words += f"; remaining: {', '.join(f'`{c}`' for c in v.remaining)}"
     if v.same_outputs is False:
         words += "; changes the model's outputs on the example inputs"
+    if v.lost:
+        words += f"; {', '.join(f'`{d}`' for d in v.lost)} no longer dynamic"
+    elif v.keeps_dynamic:
+        words += "; the dimensions asked to be dynamic stay dynamic"
     if v.detail and v.status in ("breaks", "not-checked"):
         words += f" ({_cell(v.detail)[:160]})"
     return f"{words} ({v.seconds:.1f} s)" if v.status != "not-checked" else words
@@ -98,8 +102,13 @@ def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None =
         out.append(f"- operator: `{d.get('qualname') or d.get('op')}`")
     if d.get("reason"):
         out.append(f"- fake vs real: {str(d['reason']).strip()}")
-    for dim in d.get("dims") or []:
-        out.append(f"- `{dim.get('input')}.shape[{dim.get('dim')}]` is torch's `{dim.get('symbol')}`")
+    for dim in d.get("dims") or ([d["dim"]] if isinstance(d.get("dim"), dict) else []):
+        asked = dim.get("name") and f'Dim("{dim["name"]}")' or f"Dim.{str(dim.get('kind', '')).upper()}"
+        out.append(f"- `{dim.get('spelled')}`: asked for as `{asked}`, the example's size is {dim.get('size')}")
+    for line in d.get("lines") or []:
+        out.append(f"- torch: {_cell(line)}")
+    if d.get("suggested"):
+        out.append("- torch's suggested fixes: " + "; ".join(f"`{s}`" for s in d["suggested"]))
     locals_ = d.get("locals") or {}
     if locals_:
         out += ["", "| local | symbolic value |", "|---|---|"]

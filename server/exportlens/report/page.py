@@ -723,6 +723,10 @@ def _outcome(fix: Fix, code: str) -> tuple[Html, str]:
         details.append("the model's outputs on the example inputs are unchanged")
     elif v.same_outputs is False:
         details.append("changes the model's outputs on the example inputs")
+    if v.lost:
+        details.append("no longer dynamic: " + ", ".join(v.lost))
+    elif v.keeps_dynamic:
+        details.append("the dimensions asked to be dynamic stay dynamic")
     if v.detail:
         details.append(v.detail)
     details.append(f"verified in {v.seconds:.1f} s")

@@ -173,6 +173,15 @@ def shape_env_hooks(shape_env_cls: Any) -> set[str]:
     return found
 
 
+def source_name(source: Any) -> str:
+    """A guard source's name (`L['x'].size()[1]`).
+
+    Needed by torch 2.8, where `Source.name` is a method (a property from 2.9 on, measured).
+    """
+    name = source.name
+    return str(name() if callable(name) else name)
+
+
 def probe(torch: Any) -> dict[str, Any]:
     """What the worker found in this torch, for the `ready` event (the server and logs read it)."""
     draft = draft_export(getattr(torch, "export", None))

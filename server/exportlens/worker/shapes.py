@@ -73,7 +73,7 @@ class ShapeWatch:
                 sym = create(env, val, source, *args, **kwargs)
                 try:
                     watch.env = env
-                    watch.sources.setdefault(str(source.name), str(sym))
+                    watch.sources.setdefault(compat.source_name(source), str(sym))
                 except Exception:
                     pass
                 return sym
