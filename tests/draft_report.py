@@ -1,11 +1,15 @@
-"""Run torch's own `draft_export` on every export target under a folder (the count oracle).
+"""Run torch's own exports on every export target under a folder (the count oracle).
 
 Used by test_distinct_problems.py in a subprocess: `python tests/draft_report.py FOLDER` prints one
-JSON object {target: {"problems": [[failure type, where], ...], "raised": null | "<exception>",
-"plain": null | "ok" | "<exception>"}}. `problems` are torch's report failures deduplicated by
-(failure type, the user stack torch kept, or the op for kernel failures), as torch deduplicates them. When draft export raises,
-`plain` is what plain `torch.export.export` says about the same target. Script targets run as
-`__main__` with their export calls routed here, as ExportLens does. No ExportLens code runs torch.
+JSON object {target: {"plain": "ok" | "<exception>", "plain_kind": ..., "violated": [Dim names],
+"lost": [dimensions], "problems": [[failure type, where], ...], "raised": null | "<exception>"}}.
+Plain `torch.export.export` runs first, as the user would: `plain_kind` is what its failure is
+(constraint, data-dependent, missing-fake-kernel, error), `violated` the Dims its constraint
+violation names, `lost` the requested dimensions its program has static. Then `draft_export` runs
+(with the spec refined by torch's own suggested fixes after a constraint violation): `problems` are
+its report's failures deduplicated by (failure type, the user stack torch kept, or the op for kernel
+failures), as torch deduplicates them; `raised` what it raised. Script targets run as `__main__`
+with their export calls routed here, as ExportLens does. No ExportLens code runs torch.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from torch._logging import structured
 
 from exportlens import project, targets
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 EXPORT = torch.export.export
 
 
@@ -40,22 +46,52 @@ def _where(failure: Any) -> str:
     return " < ".join(f"{names.get(fr.get('filename'), fr.get('filename'))}:{fr.get('line')}" for fr in reversed(stack))
 
 
+def _kind(exc: BaseException) -> tuple[str, list[str], list[str]]:
+    """(what a plain export failure is, the Dims a constraint violation names, torch's suggested lines)."""
+    chain, cur = [], exc
+    while cur is not None and cur not in chain:
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__  # type: ignore[assignment]
+    text = "\n".join(str(e) for e in chain)
+    if "Constraints violated (" in text:
+        names = text.split("Constraints violated (", 1)[1].split(")!", 1)[0].split(", ")
+        tail = text.split("Suggested fixes:", 1)[1].split("\n\n", 1)[0] if "Suggested fixes:" in text else ""
+        lines = [ln.strip() for ln in tail.splitlines() if " = " in ln]
+        return "constraint", names, lines
+    if "GuardOnDataDependentSymNode" in text or any(type(e).__name__ == "GuardOnDataDependentSymNode" for e in chain):
+        return "data-dependent", [], []
+    if "no fake impl registered" in text or any(type(e).__name__ == "UnsupportedOperatorException" for e in chain):
+        return "missing-fake-kernel", [], []
+    return "error", [], []
+
+
 def draft(mod: Any, args: Any, kwargs: Any = None, **options: Any) -> dict[str, Any]:
+    from plain_dynamic import judge  # the plain-export oracle: which requested dimensions stayed dynamic
+
+    entry: dict[str, Any] = {"violated": [], "lost": [], "plain_kind": None}
+    judged: dict[str, dict[str, Any]] = {}
+    try:
+        judge(judged, "t", mod, args, kwargs, **options)
+        entry["plain"] = "ok"
+        entry["lost"] = sorted(set(judged["t"]["requested"]) - set(judged["t"]["dynamic"]))
+    except Exception as exc:
+        entry["plain"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        entry["plain_kind"], entry["violated"], suggested = _kind(exc)
+        if suggested and options.get("dynamic_shapes"):
+            from torch.export.dynamic_shapes import refine_dynamic_shapes_from_suggested_fixes
+
+            refined = refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n" + "\n".join(suggested), options["dynamic_shapes"])
+            options = {**options, "dynamic_shapes": refined}
     try:
         ep = torch.export.draft_export(mod, args, kwargs, **options)
     except Exception as exc:
-        try:
-            EXPORT(mod, args, kwargs, **options)
-            plain = "ok"
-        except Exception as again:
-            plain = f"{type(again).__name__}: {str(again).splitlines()[0] if str(again) else ''}"
-        return {"problems": [], "raised": f"{type(exc).__name__}", "plain": plain}
+        return {**entry, "problems": [], "raised": f"{type(exc).__name__}"}
     seen: list[list[str]] = []
     for f in ep._report.failures:
         key = [f.failure_type.name, _where(f)]
         if key not in seen:
             seen.append(key)
-    return {"problems": seen, "raised": None, "plain": None}
+    return {**entry, "problems": seen, "raised": None}
 
 
 def _spec(spec: dict[str, Any]) -> dict[str, Any]:

@@ -14,9 +14,11 @@ it names. So diagnostics are grouped by what identifies the problem (the code, a
 the library path to the library line, or the user line) before counting; two guards at one library
 line reached two ways stay two, as in torch's report.
 
-When draft export itself raises, torch's report is empty: the problem count is then 1 if plain
-`torch.export.export` fails too (ExportLens reports that failure) and 0 if it passes (ExportLens
-gives an information-level `draft-export-crashed`, not a problem).
+Plain `torch.export.export` decides first, as ExportLens runs it: a program that exports has one
+problem per requested dimension it lost (`dim-specialized`) and draft export's mismatched fake
+kernels, nothing else of draft export's report; a constraint violation is one problem per Dim it
+names, plus what draft export (run with torch's suggested spec) finds beyond the Dims; any other
+failure is draft export's problems, or that one failure when draft export finds none.
 """
 
 from __future__ import annotations
@@ -49,10 +51,16 @@ def torch_report() -> dict[str, Any]:
     return dict(json.loads(out.stdout))
 
 
+PLAIN_CODE = {"data-dependent": "data-dependent-guard", "missing-fake-kernel": "missing-fake-kernel", "error": "export-error"}
+
+
 def torch_problems(entry: dict[str, Any]) -> list[str]:
-    if entry["raised"] is not None:
-        return [] if entry["plain"] == "ok" else ["export-error"]
-    return [TORCH_CODE[kind] for kind, _where in entry["problems"]]
+    drafts = [TORCH_CODE[kind] for kind, _where in entry["problems"] if kind != "GUARD_ADDED"]  # its Dim.AUTO retry's guards
+    if entry["plain"] == "ok":
+        return ["dim-specialized"] * len(entry["lost"]) + [c for c in drafts if c == "mismatched-fake-kernel"]
+    if entry["plain_kind"] == "constraint":
+        return ["guard-added"] * len(entry["violated"]) + drafts
+    return drafts or [PLAIN_CODE[entry["plain_kind"]]]
 
 
 def problem_key(d: Diagnostic) -> tuple[str, str]:
@@ -61,6 +69,8 @@ def problem_key(d: Diagnostic) -> tuple[str, str]:
     op = data.get("qualname") or data.get("op")
     if op:
         return d.code, str(op).replace("::", ".").removesuffix(".default")
+    if d.code in ("guard-added", "dim-specialized"):
+        return d.code, str(data.get("site"))  # one per dimension (a Dim, or an input's dimension)
     chain = [f"{f.get('file')}:{f.get('line')}" for f in data.get("library_chain") or [] if not f.get("project")]
     if chain:
         return d.code, " > ".join(chain)

@@ -59,13 +59,19 @@ def test_split_needs_the_value_pinned(engine: SyncEngine) -> None:
 
 
 def test_constraint_violation_names_the_dimension(engine: SyncEngine) -> None:
+    """torch fixes `batch` to 4 on `if x.shape[0] == 4:`: the finding is on that line, names the Dim,
+    the input dimension, the guard and torch's suggestion (here a constant: it says so)."""
     (d,) = engine.check(EXAMPLES / "constraint/model.py").diagnostics
-    assert '`x.shape[0]` (Dim "batch")' in d.message and "to 4" in d.message
-    assert d.data["dims"] == [{"symbol": "s77", "input": "x", "dim": 0, "name": "batch"}]
-    assert d.data["value"] == 4
-    assert d.data["new_dynamic_shapes"]["x"]["0"]["dim_hint"] == "AUTO"
+    assert d.message == (
+        '`batch` (`x.shape[0]`, `y.shape[0]`, Dim("batch")) is marked dynamic, but this code fixes it to 4: torch added the guard '
+        "`x.shape[0] == 4`, so torch.export.export fails with a constraint violation. torch suggests `batch = 4`, which "
+        "makes `batch` static."
+    )
+    dims = [(dim["spelled"], dim["kind"], dim["name"], dim["size"]) for dim in d.data["dims"]]
+    assert dims == [("x.shape[0]", "named", "batch", 4), ("y.shape[0]", "named", "batch", 4)]
+    assert (d.data["reason"], d.data["value"], d.data["expr"], d.data["suggested"], d.data["placed"]) == ("constant", 4, "Eq(s77, 4)", ["batch = 4"], "guard")
     (rel,) = d.related
-    assert rel.range.start.line == 14 and "dynamic_shapes" in rel.message
+    assert rel.range.start.line == 15 and "dynamic_shapes" in rel.message
 
 
 def test_helper_file_gets_the_diagnostic_and_the_caller_is_related(engine: SyncEngine) -> None:

@@ -16,6 +16,7 @@ import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
@@ -36,7 +37,7 @@ from exportlens.model import (
     Verification,
 )
 
-ORACLE = Path(__file__).with_name("plain_export.py")
+ORACLE = Path(__file__).with_name("plain_dynamic.py")
 
 
 def _edit(line: int, end_line: int, text: str) -> TextEdit:
@@ -102,7 +103,7 @@ def test_rank_prefers_nothing_when_nothing_helps() -> None:
 
 
 def _verified(engine: SyncEngine, path: Path) -> list[Diagnostic]:
-    result = engine.check(path, outputs=True, plain_export=True)
+    result = engine.check(path, outputs=True)
     engine.call(verify.verify_result(engine.engine, result, read=read_disk, budget=240))
     return verify.problems(result.diagnostics)
 
@@ -141,7 +142,7 @@ def test_a_fix_that_changes_nothing_is_no_effect(engine: SyncEngine, project: Pa
     """A fix that only adds lines above the finding: the finding comes back one line lower."""
     model = project / "model.py"
     shutil.copy(EXAMPLES / "data_dependent" / "item_branch.py", model)
-    result = engine.check(model, outputs=True, plain_export=True)
+    result = engine.check(model, outputs=True)
     (d,) = verify.problems(result.diagnostics)
     useless = Fix("Add a comment", (TextEdit(str(model), Range.of(8, 0, 8, 0), "        # n is a number\n"),), True)
     verifier = verify.Verifier(engine.engine, str(model), result, read_disk, budget=120)
@@ -153,7 +154,7 @@ def test_a_fix_that_changes_nothing_is_no_effect(engine: SyncEngine, project: Pa
 
 def test_budget_spent_means_not_checked(engine: SyncEngine, examples_copy: Path) -> None:
     path = examples_copy / "data_dependent" / "item_branch.py"
-    result = engine.check(path, outputs=True, plain_export=True)
+    result = engine.check(path, outputs=True)
     engine.call(verify.verify_result(engine.engine, result, read=read_disk, budget=0))
     (d,) = verify.problems(result.diagnostics)
     assert {(f.verification.status, f.verification.detail) for f in d.fixes if f.verification} == {(NOT_CHECKED, "the time budget for verifying fixes ran out")}
@@ -163,11 +164,11 @@ def test_budget_spent_means_not_checked(engine: SyncEngine, examples_copy: Path)
 # -- the oracle: outcomes are true ----------------------------------------------------------------
 
 
-def _plain_export(folder: Path) -> dict[str, str]:
+def _plain_export(folder: Path) -> dict[str, dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
     out = subprocess.run([sys.executable, str(ORACLE), str(folder)], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 NO_EFFECT_MODEL = textwrap.dedent("""\
@@ -195,7 +196,7 @@ def test_every_export_passes_fix_exports_and_every_no_effect_fix_does_not(engine
     (corpus / "gate.py").write_text(NO_EFFECT_MODEL)
     cases: list[tuple[Path, Diagnostic, Fix]] = []
     for path in sorted(p for p in work.rglob("*.py") if p.name != "layers.py"):
-        result = engine.check(path, outputs=True, plain_export=True)
+        result = engine.check(path, outputs=True)
         if not verify.problems(result.diagnostics):
             continue
         if path.parent == corpus:
@@ -217,6 +218,8 @@ def test_every_export_passes_fix_exports_and_every_no_effect_fix_does_not(engine
         unique.setdefault(f.key(), (owner, d, f))
 
     def oracle(index: int, owner: Path, d: Diagnostic, fix: Fix) -> tuple[str, str, str]:
+        """(the verified status, plain export's verdict on the fixed copy, what): a fix said to keep the
+        requested dimensions dynamic really does."""
         copy = tmp_path / f"fix{index}"
         shutil.copytree(work, copy)
         texts = {e.file: Path(e.file).read_text() for e in fix.edits}
@@ -226,7 +229,9 @@ def test_every_export_passes_fix_exports_and_every_no_effect_fix_does_not(engine
         mine = [v for k, v in verdicts.items() if k.startswith(owner.name + ":")]
         assert len(mine) == 1, verdicts
         assert fix.verification is not None
-        return fix.verification.status, mine[0], f"{os.path.relpath(d.file, work)}: {fix.title}"
+        if fix.verification.keeps_dynamic and mine[0]["result"] == "ok":
+            assert mine[0]["dynamic"] == mine[0]["requested"], (fix.title, mine[0])
+        return fix.verification.status, str(mine[0]["result"]), f"{os.path.relpath(d.file, work)}: {fix.title}"
 
     with ThreadPoolExecutor(2) as pool:
         found = list(pool.map(lambda c: oracle(c[0], *c[1]), enumerate(unique.values())))

@@ -1,4 +1,5 @@
-"""A dimension marked dynamic that the code specialises: a constraint violation."""
+"""A dimension marked dynamic that the code fixes to a constant: a constraint violation (torch suggests
+`batch = 4`; a torch.cond rewrite of the branch keeps `batch` dynamic)."""
 
 import torch
 from torch.export import Dim
@@ -14,4 +15,4 @@ class FixedBatch(torch.nn.Module):
 batch = Dim("batch")
 model = FixedBatch()
 example_args = (torch.randn(4, 3), torch.randn(4, 3))
-dynamic_shapes = {"x": {0: batch}, "y": None}
+dynamic_shapes = {"x": {0: batch}, "y": {0: batch}}

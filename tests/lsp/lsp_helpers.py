@@ -215,8 +215,14 @@ def publishes_for(client: LanguageClient, uri: str, since: float = 0.0) -> list[
     return [p for t, p in client.publishes if p.uri == uri and t >= since]  # type: ignore[attr-defined]
 
 
+def is_partial(pub: types.PublishDiagnosticsParams) -> bool:
+    """Published early: the user's export failed and the run is still finding the rest (draft export)."""
+    return any(isinstance(d.data, dict) and d.data.get("partial") for d in pub.diagnostics)
+
+
 async def next_publish(client: LanguageClient, uri: str, since: float, timeout: float = WAIT) -> types.PublishDiagnosticsParams:
-    got = await wait_for(lambda: publishes_for(client, uri, since), timeout, f"diagnostics for {uri}")
+    """The newest publish for `uri` after `since` that is a run's result (not an early, partial one)."""
+    got = await wait_for(lambda: [p for p in publishes_for(client, uri, since) if not is_partial(p)], timeout, f"diagnostics for {uri}")
     return got[-1]
 
 

@@ -25,7 +25,11 @@ local client_id = vim.lsp.start({
 if not client_id then return finish(false, "vim.lsp.start failed") end
 
 local function lens_diags()
-  return vim.tbl_filter(function(d) return d.source == "exportlens" end, vim.diagnostic.get(buf))
+  -- a run's result, not the early publish of the user's failed export (data.partial) while draft export runs
+  return vim.tbl_filter(function(d)
+    local data = d.user_data and d.user_data.lsp and d.user_data.lsp.data
+    return d.source == "exportlens" and not (data and data.partial)
+  end, vim.diagnostic.get(buf))
 end
 
 if not vim.wait(90000, function() return #lens_diags() > 0 end, 100) then

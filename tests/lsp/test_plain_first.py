@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_helpers import EXAMPLES, WAIT, init_params, open_doc, server_config, wait_for
+from lsp_helpers import EXAMPLES, WAIT, init_params, is_partial, open_doc, server_config, wait_for
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -55,6 +55,7 @@ async def test_the_failed_export_is_published_before_draft_export_starts(client:
     assert shown == [("guard-added", 11, 11, 11, 26)]
     assert [(d.code, d.range.start.line) for d in last.diagnostics] == [("guard-added", 11)]
     assert first.version == last.version == 1
+    assert is_partial(first) and not is_partial(last)  # the early one says the run is still going
     assert "torch suggests `seq = Dim('seq', min=17, max=64)`" in first.diagnostics[0].message
 
 

@@ -45,6 +45,7 @@ class OwnerResult:
     version: int | None = None  # the editor's version of the owner that was analysed (None: a disk snapshot)
     finished: float = field(default_factory=time.time)
     document: Document | None = None  # what ran: places the fixes computed for its diagnostics
+    final: bool = True  # False: published early (the user's export failed), the run is still finding the rest
 
     def files(self) -> set[str]:
         """The places its diagnostics are in."""
@@ -378,7 +379,7 @@ class Runs:
         # the texts the diagnostics were placed on (what the run analysed), never a later disk state
         texts: dict[str, str | None] = {p: result.texts[p] if p in result.texts else read_disk(p) if p != owner else None for p in places}
         doc = result.document or document.load(owner)
-        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version, document=doc)
+        self.results[owner] = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version, document=doc, final=final)
         self.ls.track(doc)  # a notebook's cells get the URIs its results are published on
         touched = sorted(before | self.results[owner].files())
         for p in touched:
@@ -472,7 +473,7 @@ class Runs:
             return
         items = self.diagnostics_in(path)
         _, version = self.current_text(path)
-        diags = [to_lsp(d, text_sha=sha, owner=owner) for d, sha, owner in items]
+        diags = [to_lsp(d, text_sha=sha, owner=owner, partial=not self.results[owner].final) for d, sha, owner in items]
         if not diags and path not in self.published:
             return
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))

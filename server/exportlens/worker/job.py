@@ -26,6 +26,7 @@ import torch
 from exportlens.worker import capture, compat, compile_watch, overlay, plain, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
+DRAFT_GOES_PAST = ("constraint", "data-dependent", "missing-fake-kernel")  # plain export's failures draft export continues after
 
 
 class Recorder:
@@ -216,8 +217,9 @@ class Recorder:
         passes: the target is clean but for the dimensions it fixed, and draft export runs only for
         custom ops' fake kernels (or when the job asks for it always). It fails: its failure is
         streamed at once (the editor shows it before draft export starts), then draft export runs to
-        find the rest. The script goes on with plain export's program, else draft export's; it gets
-        plain export's exception when neither produced one.
+        find the rest (unless the failure is one draft export would only raise again). The script
+        goes on with plain export's program, else draft export's; it gets plain export's exception
+        when neither produced one.
         """
         if self._draft is None:
             self.unsupported(name, file, line)
@@ -255,7 +257,8 @@ class Recorder:
         if verdict.json.get("kind") in ("error", None) and verdict.exc is not None:
             event["exception"] = capture.exception_info(verdict.exc)
         ep = verdict.ep
-        wanted = (verdict.custom_ops or self.draft == "always") if verdict.ok else not verdict.json.get("user_error") and symbol is None
+        # after a failure, draft export can find more only past what it knows how to go past (it raises any other error the same way)
+        wanted = (verdict.custom_ops or self.draft == "always") if verdict.ok else verdict.json.get("kind") in DRAFT_GOES_PAST
         if wanted:
             self.emit({"event": "phase", "phase": "draft export", "target": name})
             draft_ep = self._draft_run(event, head, mod, args, kwargs, _draft_options(options, verdict), plain_ok=verdict.ok)

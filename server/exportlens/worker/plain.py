@@ -1,7 +1,7 @@
 """The user's own export: plain `torch.export.export` with their exact call, and its verdict as JSON.
 
-Plain export decides whether the model exports; draft export only finds more (docs/torch-facts.md
-§9). The verdict says, for a program: which requested dimensions it kept dynamic and which it
+Plain export decides whether the model exports, draft export only finds more:
+docs/torch-facts.md §9. The verdict says, for a program: which requested dimensions it kept dynamic and which it
 fixed (and where), and which custom ops it calls (only those need draft export's fake-kernel
 checks). For a failure: what kind it is, in a form the server turns into the same findings draft
 export's report gives (a constraint violation per violated dimension with the guard that violated
@@ -112,7 +112,7 @@ def failed(exc: BaseException, v: Verdict, defines: dict[str, dict[str, Any]]) -
     violation = next((e for e in chain if _is_constraint_violation(e)), None)
     if violation is not None:
         out.update(kind="constraint", **constraint_violation(_message(violation), v))
-    elif (dde := next((e for e in chain if type(e).__name__ == "GuardOnDataDependentSymNode"), None)) is not None:
+    elif (dde := next((e for e in chain if _is_data_dependent(e)), None)) is not None:
         failure = data_dependent(dde, exc)
         out.update(kind="data-dependent", failure=failure) if failure is not None else out.update(kind="error")
     elif (op := _missing_fake_op(chain)) is not None:
@@ -137,6 +137,12 @@ def _message(exc: BaseException) -> str:
         return str(exc)
     except Exception:
         return ""
+
+
+def _is_data_dependent(exc: BaseException) -> bool:
+    """A data-dependent guard: torch's exception, or an operator's C++ error wrapping its text
+    (`RuntimeError: unflatten got an unexpected error: GuardOnDataDependentSymNode: ...`)."""
+    return type(exc).__name__ == "GuardOnDataDependentSymNode" or "GuardOnDataDependentSymNode: Could not" in _message(exc)
 
 
 def _is_constraint_violation(exc: BaseException) -> bool:
@@ -244,7 +250,10 @@ def data_dependent(dde: BaseException, raised: BaseException) -> dict[str, Any] 
         return None
     tb = raised.__traceback__ if raised.__traceback__ is not None else dde.__traceback__
     outside, torch_frames = _traceback_frames(tb)
-    live = _outer() + [f for f, _ in outside]
+    traced = _dynamo_user_stack(_message(raised))
+    if traced:  # strict=True: dynamo traced the code, the user's frames are only in its message
+        outside = []
+    live = _outer() + [f for f, _ in outside] + traced
     innermost = outside[-1][1] if outside else None
     return {
         "type": "DATA_DEPENDENT_ERROR",
@@ -283,6 +292,21 @@ def _traceback_frames(tb: TracebackType | None) -> tuple[list[tuple[dict[str, An
         else:
             inside.append(info)
     return outside, inside
+
+
+_USER_CODE_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>\S+)\n\s*(?P<loc>.*)$', re.M)
+
+
+def _dynamo_user_stack(message: str) -> list[dict[str, Any]]:
+    """The frames of dynamo's "from user code:" section (strict export), outside torch, outermost first."""
+    if "from user code:" not in message:
+        return []
+    section = message.split("from user code:", 1)[1]
+    out = []
+    for m in _USER_CODE_FRAME.finditer(section):
+        if frames.outside(m["file"]):
+            out.append({"file": m["file"], "line": int(m["line"]), "name": m["name"], "loc": m["loc"].strip()})
+    return out
 
 
 def _outer() -> list[dict[str, Any]]:
