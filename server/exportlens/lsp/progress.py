@@ -65,7 +65,7 @@ class RunProgress:
             future.add_done_callback(lambda f: loop.call_soon_threadsafe(cancel) if f.cancelled() else None)
         names = self.names
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="ExportLens", message=f"draft export: {shown}", cancellable=True, percentage=0))
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title="ExportLens", message=f"export: {shown}", cancellable=True, percentage=0))
         self.ready = True
         for report in self.held:
             ls.work_done_progress.report(token, report)
