@@ -186,6 +186,28 @@ def test_draft_export_crash_where_plain_export_passes_is_no_error(engine: SyncEn
     assert [t.status for t in result.targets] == ["ok"]
 
 
+def test_a_draft_export_crash_carries_its_raw_error_and_the_users_line_everywhere(engine: SyncEngine) -> None:
+    """item_pick.py: plain export passes, draft export (run always in draft_crash/) crashes on `z[a]`.
+    The raw error and the repro command reach the JSON, the SARIF and the hover; the project's line it
+    was running is a related location."""
+    from exportlens.lsp.hover import hover_markdown
+
+    path = EXAMPLES / "draft_crash/item_pick.py"
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, rng(d.range)) == ("draft-export-crashed", (14, 0, 14, 14))
+    assert [(r.message, rng(r.range)) for r in d.related] == [("draft export crashed while running this line", (10, 17, 10, 21))]
+    assert "_check_fake_real_tensors" in d.data["crash_family"] or "fake and real" in d.data["crash_family"]
+    doc = json.loads(_cli(str(path), "--format", "json").stdout)
+    assert {k: type(v).__name__ for k, v in doc["diagnostics"][0]["data"].items() if k in ("draft_export_error", "repro")} == {
+        "draft_export_error": "dict",
+        "repro": "str",
+    }
+    sarif = json.loads(_cli(str(path), "--format", "sarif").stdout)
+    props = sarif["runs"][0]["results"][0]["properties"]
+    assert props["repro"] == d.data["repro"] and props["draft_export_error"]["type"].endswith("GuardOnDataDependentSymNode")
+    assert "Draft export's own error" in hover_markdown(d, path.read_text()) and d.data["repro"] in hover_markdown(d, path.read_text())
+
+
 def test_draft_export_crash_where_plain_export_fails_reports_that_failure(engine: SyncEngine) -> None:
     """Plain export runs first and fails on `if a > 2:`: that is the finding, in its rich form; draft
     export, run next to find the rest, crashes on `z[a]` (its own bug) and adds nothing."""

@@ -258,7 +258,7 @@ def run_check(args: argparse.Namespace) -> int:
         from exportlens.sarif import to_sarif
 
         root = _repository_root(os.path.abspath(args.paths[0]))
-        print(json.dumps(to_sarif(report.to_json(), tool_version=__version__, root=root), indent=2, ensure_ascii=False))
+        print(json.dumps(to_sarif(report.to_json(with_data=True), tool_version=__version__, root=root), indent=2, ensure_ascii=False))
     else:
         print(format_text(report, seconds, show_ignored=args.show_ignored))
     if report.unsupported:  # one message for the whole run, whatever the number of export targets

@@ -306,12 +306,12 @@ class Report:
     unsupported: str | None = None  # the worker's torch cannot draft-export: the one message saying so
     ignored: list[Diagnostic] = field(default_factory=list)  # silenced by `# exportlens: ignore`
 
-    def to_json(self, *, show_ignored: bool = False) -> dict[str, Any]:
+    def to_json(self, *, show_ignored: bool = False, with_data: bool = False) -> dict[str, Any]:
         out = {
             "version": SCHEMA_VERSION,
             "torch": self.torch_version,
             "targets": [t.to_json() for t in self.targets],
-            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "diagnostics": [d.to_json(with_data=with_data) for d in self.diagnostics],
         }
         if self.unsupported:
             out["unsupported"] = self.unsupported

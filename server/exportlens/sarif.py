@@ -218,9 +218,15 @@ def _result(
 
     if d.get("target"):
         result["properties"] = {"target": str(d["target"])}
+    raw = {key: value for key, value in (d.get("data") or {}).items() if key in RAW_FACTS}
+    if raw:  # draft export's own crash: its raw error and a command that reproduces it, for a PyTorch issue
+        result.setdefault("properties", {}).update(raw)
     if cell is not None:  # the notebook cell (0-based, over all cells) and the range inside it
         result.setdefault("properties", {}).update({"cell": int(cell), "cellRange": d["range"]})
     return result
+
+
+RAW_FACTS = ("draft_export_error", "crash_family", "repro")  # data a result carries into SARIF as it is
 
 
 def _file_range(file: str, cell: int, rng: Mapping[str, Any], lines: _LineCache) -> Mapping[str, Any]:
