@@ -32,6 +32,7 @@ const SHOWN = [
   'mismatched_fake/model.py',
   'library_op/model.py',
   'compile/branch.py',
+  'dynamic_shapes/auto_branch.py',
 ];
 
 const EXPECTED_JSON = path.resolve(__dirname, '..', '..', 'examples', 'EXPECTED.json');
