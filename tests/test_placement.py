@@ -72,6 +72,21 @@ def test_strict_export_in_a_script(engine: SyncEngine, project: Path) -> None:
     assert [t.name for t in result.targets] == ["export at strict.py:12"]
 
 
+def test_strict_export_places_dynamic_shape_findings_on_the_guard(engine: SyncEngine, project: Path) -> None:
+    """Under strict=True dynamo names an input by its place among the flattened inputs
+    (`L['flat_args'][0]`); the findings still go on the guard's line, in the input's own name."""
+    model = HEADER + "class M(torch.nn.Module):\n    def forward(self, x):\n        if x.shape[1] > 16:\n            return x * 2\n        return x\n\n\n"
+    path = project / "strict_dims.py"
+    path.write_text(model + 'torch.export.export(M(), (torch.randn(2, 32),), dynamic_shapes={"x": {1: torch.export.Dim("seq", min=4, max=64)}}, strict=True)\n')
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line, d.range.start.character, d.range.end.character) == ("guard-added", 5, 11, 26)
+    assert d.data["source_expr"] == "x.shape[1] > 16" and d.data["suggested"] == ["seq = Dim('seq', min=17, max=64)"]
+    path.write_text(model + 'torch.export.export(M(), (torch.randn(2, 32),), dynamic_shapes={"x": {1: torch.export.Dim.AUTO}}, strict=True)\n')
+    path.write_text(path.read_text().replace("> 16", "== 32"))
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, d.range.start.line, d.data["source_expr"], d.data["value"]) == ("dim-specialized", 5, "x.shape[1] == 32", 32)
+
+
 def test_two_exports_in_one_script_are_two_targets(engine: SyncEngine, project: Path) -> None:
     path = project / "two.py"
     path.write_text(

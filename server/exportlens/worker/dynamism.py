@@ -36,11 +36,19 @@ class Requested:
     min: int | None
     max: int | None
     size: int  # the example's size
+    flat: int | None = None  # the tensor's position among the call's flattened inputs (strict export names it so)
 
     @property
     def source(self) -> str:
         """Torch's name of the dimension (`L['x'].size()[1]`)."""
         return "L" + "".join(f"[{k!r}]" for k in [self.input, *self.path]) + f".size()[{self.dim}]"
+
+    @property
+    def sources(self) -> list[str]:
+        """Every name torch may give the dimension: non-strict export names the input, strict export
+        (dynamo) its place among the flattened inputs (`L['flat_args'][0].size()[1]`, 2.13)."""
+        flat = [f"L['flat_args'][{self.flat}].size()[{self.dim}]"] if self.flat is not None else []
+        return [self.source, *flat]
 
     @property
     def spelled(self) -> str:
@@ -123,6 +131,11 @@ def requested(mod: Any, args: Any, kwargs: Any, dynamic_shapes: Any) -> list[Req
     try:
         for index, name, value, spec in pairs:
             _walk(out, index, name, [], value, spec)
+        import torch.utils._pytree as pytree
+
+        leaves = [id(leaf) for leaf in pytree.tree_leaves((tuple(args), dict(kwargs or {})))]
+        for r in out:
+            r.flat = leaves.index(id(r.leaf)) if id(r.leaf) in leaves else None
     except Exception:  # a spec torch itself will reject: export says what is wrong with it
         return []
     return out
@@ -203,7 +216,7 @@ def lost(asked: list[Requested], ep: Any, args: Any, kwargs: Any) -> tuple[list[
 def why_static(r: Requested, watch: shapes.ShapeWatch) -> dict[str, Any]:
     """Why a requested dimension is static, and where: the example's size 0/1, the guard that pinned
     its symbol to a constant (with the stack of that moment), or unknown."""
-    symbol = watch.symbol(r.source)
+    symbol = watch.symbol_of(r)
     if r.size in (0, 1) and (symbol is None or symbol in ("0", "1")):
         return {"reason": "zero-one", "value": r.size}
     if symbol is None:
@@ -238,9 +251,10 @@ def _same_place(a: Any, b: Any) -> bool:
     return (getattr(a, "filename", None), getattr(a, "lineno", None)) == (getattr(b, "filename", None), getattr(b, "lineno", None))
 
 
-def symbol_names(watch: shapes.ShapeWatch) -> dict[str, str]:
-    """Symbol → the user's spelling, for every input dimension torch made a symbol of."""
-    out: dict[str, str] = {}
+def symbol_names(watch: shapes.ShapeWatch, asked: list[Requested]) -> dict[str, str]:
+    """Symbol → the user's spelling, for every input dimension torch made a symbol of (a requested
+    one by its input's name, whatever torch called it)."""
+    out: dict[str, str] = {s: r.spelled for r in asked if (s := watch.symbol_of(r)) is not None and s[0].isalpha()}
     for source, symbol in watch.sources.items():
         if symbol and symbol[0].isalpha():
             out.setdefault(symbol, _spelled(source))

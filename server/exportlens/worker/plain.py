@@ -73,7 +73,7 @@ def _common(v: Verdict) -> dict[str, Any]:
     return {
         "seconds": round(v.seconds, 4),
         "requested": [r.to_json() for r in v.asked],
-        "names": dynamism.symbol_names(v.watch),
+        "names": dynamism.symbol_names(v.watch, v.asked),
     }
 
 
@@ -199,14 +199,14 @@ def _violation(name: str, lines: list[str], v: Verdict) -> dict[str, Any]:
 def _violating_guard(dims: list[dynamism.Requested], watch: shapes.ShapeWatch, constant: int | None) -> shapes.Guard | None:
     """The first guard on the dimension's symbols that its declared range does not already imply
     (for a constant: the guard that pinned it)."""
-    symbols = [s for r in dims if (s := watch.symbol(r.source)) is not None]
+    symbols = [s for r in dims if (s := watch.symbol_of(r)) is not None]
     if constant is not None:
         for s in symbols:
             pinning = next((g for g in watch.guards_on(s) if _is_pin(g, s)), None)
             pin = watch.pins.get(s)
             if pinning is not None or pin is not None:
                 return pinning or shapes.Guard(f"Eq({s}, {constant})", frozenset([s]), pin.stack if pin else [], "pin")
-    ranges = {s: (r.min, r.max) for r in dims if (s := watch.symbol(r.source)) is not None}
+    ranges = {s: (r.min, r.max) for r in dims if (s := watch.symbol_of(r)) is not None}
     for g in watch.guards:
         if g.symbols & set(symbols) and not _implied(g, ranges, symbols[0]):
             return g

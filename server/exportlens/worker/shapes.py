@@ -129,6 +129,10 @@ class ShapeWatch:
     def symbol(self, source: str) -> str | None:
         return self.sources.get(source)
 
+    def symbol_of(self, dim: Any) -> str | None:
+        """The symbol of a requested dimension (`dynamism.Requested`), by any name torch gave it."""
+        return next((s for name in dim.sources if (s := self.sources.get(name)) is not None), None)
+
     def guards_on(self, symbol: str) -> list[Guard]:
         return [g for g in self.guards if symbol in g.symbols]
 
