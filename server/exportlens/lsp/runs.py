@@ -7,13 +7,18 @@ job; a run whose generation is no longer the newest publishes nothing. Every pla
 is re-published from all owners' results, so a diagnostic a later run no longer has is cleared.
 Ranges are carried onto the editor's current text (see `lsp/textmap.py`). Nothing here knows what
 kind of document it runs: the document's mapper does (`document.py`).
+
+Runs are what somebody waits for: while one is in flight (`busy`; also a command that runs targets,
+`foreground()`), fix verification waits, and one that begins preempts it (`lsp/verification.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
@@ -99,6 +104,33 @@ class Runs:
         self._plans: dict[tuple[Any, ...], tuple[FileTargets | None, bool]] = {}  # (path, text hash, …) → plan
         self._loaded: dict[str, tuple[tuple[int, int], Document]] = {}  # path → (its stat, the document read from disk)
         self._closing: list[asyncio.Task[None]] = []
+        self._held = 0  # runs (and commands that run targets) in flight
+
+    # -- what somebody waits for --------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A run or a command that runs targets is in flight: background work waits."""
+        return self._held > 0
+
+    def hold(self) -> None:
+        """Work somebody waits for begins: verification in flight stops now (its jobs killed)."""
+        self._held += 1
+        self.ls.verification.preempt()
+
+    def release(self) -> None:
+        self._held -= 1
+        if self._held == 0:
+            self.ls.verification.resume()
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Hold for the length of a command that runs targets (run on all, make it export...)."""
+        self.hold()
+        try:
+            yield
+        finally:
+            self.release()
 
     # -- engine -------------------------------------------------------------------------------
 
@@ -250,10 +282,16 @@ class Runs:
             old.cancel()
         gen = self.generation.get(path, 0) + 1
         self.generation[path] = gen
+        self.hold()  # before its job is sent: verification's jobs are killed first
         task = asyncio.ensure_future(self._run(path, gen, explicit, progress))
         self.tasks[path] = task
-        task.add_done_callback(lambda t: self.tasks.pop(path, None) if self.tasks.get(path) is t else None)
+        task.add_done_callback(lambda t: self._ended(path, t))
         return task
+
+    def _ended(self, path: str, task: asyncio.Task[FileResult | None]) -> None:
+        if self.tasks.get(path) is task:
+            del self.tasks[path]
+        self.release()  # published (or superseded): verification may resume
 
     async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None) -> FileResult | None:
         engine = self.engine()
@@ -302,6 +340,10 @@ class Runs:
         if len(paths) == 1:
             task = self.start(paths[0], explicit=explicit)
             return await self._await_runs([(paths[0], task, self.generation[paths[0]])])
+        with self.foreground():  # no verification between one owner's run and the next
+            return await self._run_one_by_one(paths, explicit=explicit)
+
+    async def _run_one_by_one(self, paths: list[str], *, explicit: bool) -> RunSummary:
         names = [n for p in paths for n in self.target_names(p)]
         me = asyncio.current_task()
         progress = RunProgress.start(self.ls, names or ["workspace"], lambda: me.cancel() if me else None)
