@@ -2,7 +2,10 @@
  * Playwright helpers that drive the VS Code workbench the way a person does (keyboard, command
  * palette, Problems panel) and read what it shows. Selectors verified on Code 1.139.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Page } from 'playwright-core';
+import { ClientEvent, parseEvents } from '../../extension/lib/events';
 
 export const MOD = 'Control';
 
@@ -202,4 +205,30 @@ export async function startRecordingUi(page: Page): Promise<void> {
 
 export async function recordedUi(page: Page): Promise<string[]> {
   return page.evaluate(() => (window as unknown as { __exportlensSeen?: string[] }).__exportlensSeen ?? []);
+}
+
+/** Text of the ExportLens output channel's log files written by the extension host. */
+export function extensionLog(userDataDir: string): string {
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        walk(p);
+      } else if (e.name === 'ExportLens.log') {
+        found.push(p);
+      }
+    }
+  };
+  const logs = path.join(userDataDir, 'logs');
+  if (fs.existsSync(logs)) {
+    walk(logs);
+  }
+  found.sort(); // the folders are named by the time they were made: oldest first
+  return found.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}
+
+/** The events the extension recorded in its log (work-done progress, verification), in order. */
+export function clientEvents(userDataDir: string): ClientEvent[] {
+  return parseEvents(extensionLog(userDataDir));
 }
