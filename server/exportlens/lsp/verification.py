@@ -41,6 +41,7 @@ from exportlens.model import (
 from exportlens.worker_client import BACKGROUND
 
 NOTIFICATION = "exportlens/verification"
+SETTLE = 0.25  # seconds with no run in flight before verification starts
 DiagKey = tuple[str, str, int, int, str]
 
 
@@ -81,6 +82,7 @@ class FixVerification:
         self.verified: dict[DiagKey, list[Fix]] = {}  # finding → its fixes, verified and ranked
         self.owner_keys: dict[str, set[DiagKey]] = {}
         self.closed = False
+        self._settling: asyncio.TimerHandle | None = None  # starts what waits, unless a run begins first
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -102,7 +104,17 @@ class FixVerification:
         self.resume()
 
     def resume(self) -> None:
-        """Start the verifications that wait, unless a run is in flight (they would share its cores)."""
+        """No run is in flight: start the verifications that wait once none has begun for SETTLE
+        seconds. An editor often saves again right after a publish (format-on-save, save all,
+        save on focus change): that run then finds the cores and the server free."""
+        if self.closed or self.ls.runs.busy or not self.waiting:
+            return
+        if self._settling is not None:
+            self._settling.cancel()
+        self._settling = asyncio.get_running_loop().call_later(SETTLE, self._start_waiting)
+
+    def _start_waiting(self) -> None:
+        self._settling = None
         if self.closed or self.ls.runs.busy:
             return
         budget = self.ls.settings.verify_budget_seconds
@@ -123,6 +135,9 @@ class FixVerification:
         """A run begins: every verification in flight stops now (its jobs are killed, not
         awaited) and waits to start over once no run is in flight; an edit or a save of what it
         covered (`cancel_touching`) drops it for good."""
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
         for owner, run in list(self.running.items()):
             self.cancel(owner, "preempted by a run")
             self.waiting.setdefault(owner, run)
