@@ -59,6 +59,7 @@ class Child:
     status: int | None = None  # wait status of the job's own process, once reaped
     cancelled: bool = False
     background: bool = False
+    warm: bool = False  # it started on a warm spare
     timed_out: bool = False
     closed_pipe: bool = False  # its pipe closed while the process kept running
     memory_used: int = 0  # bytes of the whole tree when it went over its cap
@@ -282,11 +283,13 @@ class Zygote:
 
     def refill(self) -> None:
         """Keep SPARES warm children forked ahead, warming one at a time on a free core: never on
-        the core of a job somebody waits for (on a one-core machine, only while none runs; the
-        first squiggle would wait). Background jobs do not count: they give way (lower priority)."""
+        the core of a job somebody waits for (on a one-core machine, only while none runs), and
+        never beside a job that had to start cold (the first squiggle: its own copy-on-write faults
+        need the machine). Background jobs do not count: they give way (lower priority)."""
         if len(self.spares) >= SPARES or any(not s.ready for s in self.spares):
             return
-        if sum(1 for c in self.children.values() if not c.background and not c.killed) >= self.cores:
+        waited_for = [c for c in self.children.values() if not c.background and not c.killed]
+        if len(waited_for) >= self.cores or any(not c.warm for c in waited_for):
             return
         self.fork_spare()
 
@@ -374,7 +377,7 @@ class Zygote:
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
             child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
-        child.background = background
+        child.background, child.warm = background, spare is not None
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
