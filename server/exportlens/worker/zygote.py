@@ -59,7 +59,6 @@ class Child:
     status: int | None = None  # wait status of the job's own process, once reaped
     cancelled: bool = False
     background: bool = False
-    warm: bool = False  # it started on a warm spare
     timed_out: bool = False
     closed_pipe: bool = False  # its pipe closed while the process kept running
     memory_used: int = 0  # bytes of the whole tree when it went over its cap
@@ -248,6 +247,7 @@ class Zygote:
         self.can_fork = hasattr(os, "fork") and sys.platform != "win32" and not os.environ.get("EXPORTLENS_NO_FORK")
         self.use_spares = True
         self.spares: list[Spare] = []  # oldest first
+        self.served_warm = False  # a job started on a warm spare: past the cold start
         self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self._next_scan = 0.0
         self._spare_deaths = 0
@@ -284,12 +284,13 @@ class Zygote:
     def refill(self) -> None:
         """Keep SPARES warm children forked ahead, warming one at a time on a free core: never on
         the core of a job somebody waits for (on a one-core machine, only while none runs), and
-        never beside a job that had to start cold (the first squiggle: its own copy-on-write faults
-        need the machine). Background jobs do not count: they give way (lower priority)."""
+        not beside the first jobs of a cold start, before any spare was ready (the first squiggle:
+        its own copy-on-write faults need the machine). Background jobs do not count: they give
+        way (lower priority)."""
         if len(self.spares) >= SPARES or any(not s.ready for s in self.spares):
             return
-        waited_for = [c for c in self.children.values() if not c.background and not c.killed]
-        if len(waited_for) >= self.cores or any(not c.warm for c in waited_for):
+        waited_for = sum(1 for c in self.children.values() if not (c.background or c.killed or c.ended))  # ended: only exiting
+        if waited_for >= self.cores or (waited_for and not self.served_warm):
             return
         self.fork_spare()
 
@@ -377,7 +378,8 @@ class Zygote:
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
             child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
-        child.background, child.warm = background, spare is not None
+        child.background = background
+        self.served_warm = self.served_warm or spare is not None
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
@@ -415,8 +417,11 @@ class Zygote:
         for child in running:
             if child.memory_mb <= 0 or child.killed:
                 continue
-            used = sum(proctree.private_bytes(pid) for pid in self._live(child, procs))
-            if used > child.memory_mb * 1024 * 1024:
+            cap, live = child.memory_mb * 1024 * 1024, self._live(child, procs)
+            if sum(proctree.resident_bytes(pid) for pid in live) <= cap:
+                continue  # private memory is part of the resident: under the cap without the costly count
+            used = sum(proctree.private_bytes(pid) for pid in live)
+            if used > cap:
                 child.memory_used = used
                 self._kill_tree(child, procs)
 
