@@ -162,6 +162,8 @@ class FixVerification:
     async def close(self) -> None:
         self.closed = True
         self.waiting.clear()
+        if self._settling is not None:
+            self._settling.cancel()
         tasks = list(self.tasks.values())
         for t in tasks:
             t.cancel()
