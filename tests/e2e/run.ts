@@ -232,12 +232,22 @@ async function trustedSession(page: Page, workspace: string, userDataDir: string
     async () => {
       await openFile(page, first.file);
       await poll('the ExportLens status bar item', 120_000, () => statusText(page));
-      await runCommand(page, 'ExportLens: Show output');
       // The panel shows the channel; its first lines may scroll away, so the order of the start-up
-      // lines is read from the channel's log file.
-      await poll('the ExportLens output channel in the panel', 60_000, async () =>
-        (await outputText(page)).includes('[info]') ? true : undefined,
-      );
+      // lines is read from the channel's log file. Asked again while it does not show: on a loaded
+      // machine the workbench may still be laying out its panel when it is first asked.
+      const shown = async (): Promise<true | undefined> => ((await outputText(page)).includes('[info]') ? true : undefined);
+      for (let attempt = 1; ; attempt++) {
+        await runCommand(page, 'ExportLens: Show output');
+        try {
+          await poll('the ExportLens output channel in the panel', 15_000, shown);
+          break;
+        } catch (e) {
+          if (attempt === 4) {
+            throw e;
+          }
+          log(`     the output channel did not show (attempt ${attempt}): asking again`);
+        }
+      }
       const text = await poll('server start lines in the ExportLens log', 120_000, () => {
         const t = extensionLog(userDataDir);
         const a = t.indexOf('Starting ExportLens server');

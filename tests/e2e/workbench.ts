@@ -15,16 +15,21 @@ export async function waitForWorkbench(page: Page, timeoutMs = 90_000): Promise<
   await page.waitForSelector('.explorer-folders-view, .monaco-workbench .part.sidebar', { timeout: timeoutMs });
 }
 
-/** Runs a command by its palette title (F1, type, Enter on the exact match). */
+/**
+ * Runs a command by its palette title (F1, type, Enter once the highlighted row is that command).
+ * The list is filtered and re-rendered as it fills: a click could land on a row being replaced,
+ * Enter runs what is highlighted; the palette closing says the command was taken.
+ */
 export async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Escape');
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 10_000 });
   await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 10_000 });
-  await row.click();
+  await input.press('Enter');
+  await input.waitFor({ state: 'hidden', timeout: 10_000 });
 }
 
 /** Opens a workspace file through Quick Open (Ctrl+P) by its path relative to the folder. */
