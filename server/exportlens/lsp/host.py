@@ -8,7 +8,7 @@ and never on the server module, and there is no import circle.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from lsprotocol import types
@@ -43,6 +43,10 @@ class TextsView(Protocol):
 
     def foreground(self) -> contextlib.AbstractContextManager[None]:
         """Hold for the length of a command that runs targets: verification stops and waits."""
+        ...
+
+    def when_quiet(self, work: Callable[[], None]) -> None:
+        """Call `work` once no run has been in flight for a moment (background work)."""
         ...
 
 

@@ -10,6 +10,9 @@ kind of document it runs: the document's mapper does (`document.py`).
 
 Runs are what somebody waits for: while one is in flight (`busy`; also a command that runs targets,
 `foreground()`), fix verification waits, and one that begins preempts it (`lsp/verification.py`).
+Background work (verification, precomputing fixes) starts once no run has been in flight for
+SETTLE seconds (`when_quiet`): an editor often saves again right after a publish (format-on-save,
+"save all", save on focus change), and that run then finds the server and the cores free.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
@@ -71,6 +74,7 @@ class RunSummary:
         return {"files": self.files, "problems": self.problems, "targets": self.targets, "cancelled": self.cancelled, "superseded": self.superseded}
 
 
+SETTLE = 0.25  # seconds with no run in flight before background work starts
 TRACE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "exportlens", "traces")
 
 
@@ -105,6 +109,9 @@ class Runs:
         self._loaded: dict[str, tuple[tuple[int, int], Document]] = {}  # path → (its stat, the document read from disk)
         self._closing: list[asyncio.Task[None]] = []
         self._held = 0  # runs (and commands that run targets) in flight
+        self._quiet: list[Callable[[], None]] = []  # background work waiting for no run in flight
+        self._quiet_timer: asyncio.TimerHandle | None = None
+        self._to_warm: set[str] = set()  # places whose fixes to precompute once quiet
 
     # -- what somebody waits for --------------------------------------------------------------
 
@@ -114,14 +121,46 @@ class Runs:
         return self._held > 0
 
     def hold(self) -> None:
-        """Work somebody waits for begins: verification in flight stops now (its jobs killed)."""
+        """Work somebody waits for begins: verification in flight stops now (its jobs killed), and
+        background work waits for it to end."""
         self._held += 1
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+            self._quiet_timer = None
         self.ls.verification.preempt()
 
     def release(self) -> None:
         self._held -= 1
         if self._held == 0:
             self.ls.verification.resume()
+            if self._quiet:
+                self._arm_quiet()
+
+    def when_quiet(self, work: Callable[[], None]) -> None:
+        """Call `work` once no run has been in flight for SETTLE seconds (once, however often asked)."""
+        if work not in self._quiet:
+            self._quiet.append(work)
+        if not self.busy:
+            self._arm_quiet()
+
+    def _arm_quiet(self) -> None:
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+        self._quiet_timer = asyncio.get_running_loop().call_later(SETTLE, self._quiet_now)
+
+    def _quiet_now(self) -> None:
+        self._quiet_timer = None
+        if self.busy:
+            return  # release() arms it again
+        work, self._quiet = self._quiet, []
+        for w in work:
+            w()
+
+    def _warm(self) -> None:
+        """Precompute the fixes of the places published since (computing them holds the server's
+        interpreter for a while: not while a save's run starts)."""
+        paths, self._to_warm = sorted(self._to_warm), set()
+        self.ls.background(self.ls.actions.warm(paths))
 
     @contextlib.contextmanager
     def foreground(self) -> Iterator[None]:
@@ -182,6 +221,9 @@ class Runs:
                 self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
 
     async def close(self) -> None:
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+        self._quiet.clear()
         for task in list(self.tasks.values()):
             task.cancel()
         if self._engine is not None:
@@ -418,7 +460,8 @@ class Runs:
         for p in touched:
             self.publish(p)
         self.ls.refresh_code_lens()
-        self.ls.background(self.ls.actions.warm(touched))
+        self._to_warm.update(touched)
+        self.when_quiet(self._warm)
         self.ls.verification.start(owner, list(result.diagnostics), texts, doc)  # after publishing: never delays it
 
     def current_text(self, path: str) -> tuple[str | None, int | None]:

@@ -1,7 +1,8 @@
 """Verified quick fixes in the editor: after a run is published, each fix is re-run in memory.
 
 Verification is background work: it starts only once the run's diagnostics are published and no
-run (nor a command that runs targets) is in flight, so it never delays one. A run that begins
+run (nor a command that runs targets) has been in flight for a moment (`Runs.when_quiet`), so it
+never delays one. A run that begins
 preempts every verification at once: its worker jobs are killed, not awaited (`WorkerClient.
 preempt`), and it starts over once no run is in flight. An edit or save of a file a run covered
 drops that run's verification for good (the next run of the new text brings its own). Its
@@ -41,7 +42,6 @@ from exportlens.model import (
 from exportlens.worker_client import BACKGROUND
 
 NOTIFICATION = "exportlens/verification"
-SETTLE = 0.25  # seconds with no run in flight before verification starts
 DiagKey = tuple[str, str, int, int, str]
 
 
@@ -82,7 +82,6 @@ class FixVerification:
         self.verified: dict[DiagKey, list[Fix]] = {}  # finding → its fixes, verified and ranked
         self.owner_keys: dict[str, set[DiagKey]] = {}
         self.closed = False
-        self._settling: asyncio.TimerHandle | None = None  # starts what waits, unless a run begins first
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -104,18 +103,13 @@ class FixVerification:
         self.resume()
 
     def resume(self) -> None:
-        """No run is in flight: start the verifications that wait once none has begun for SETTLE
-        seconds. An editor often saves again right after a publish (format-on-save, save all,
-        save on focus change): that run then finds the cores and the server free."""
-        if self.closed or self.ls.runs.busy or not self.waiting:
-            return
-        if self._settling is not None:
-            self._settling.cancel()
-        self._settling = asyncio.get_running_loop().call_later(SETTLE, self._start_waiting)
+        """No run is in flight: start the verifications that wait once none has been for a
+        moment (`Runs.when_quiet`)."""
+        if not self.closed and self.waiting:
+            self.ls.runs.when_quiet(self._start_waiting)
 
     def _start_waiting(self) -> None:
-        self._settling = None
-        if self.closed or self.ls.runs.busy:
+        if self.closed:
             return
         budget = self.ls.settings.verify_budget_seconds
         for owner, run in list(self.waiting.items()):
@@ -135,9 +129,6 @@ class FixVerification:
         """A run begins: every verification in flight stops now (its jobs are killed, not
         awaited) and waits to start over once no run is in flight; an edit or a save of what it
         covered (`cancel_touching`) drops it for good."""
-        if self._settling is not None:
-            self._settling.cancel()
-            self._settling = None
         for owner, run in list(self.running.items()):
             self.cancel(owner, "preempted by a run")
             self.waiting.setdefault(owner, run)
@@ -162,8 +153,6 @@ class FixVerification:
     async def close(self) -> None:
         self.closed = True
         self.waiting.clear()
-        if self._settling is not None:
-            self._settling.cancel()
         tasks = list(self.tasks.values())
         for t in tasks:
             t.cancel()
