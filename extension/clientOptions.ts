@@ -31,6 +31,8 @@ export interface ClientHooks {
   settings: () => ExportLensSettings;
   /** The server stopped unexpectedly; true: restart it. */
   onClosed: () => boolean;
+  /** VS Code got code actions for a document (their titles). */
+  onCodeActions: (uri: string, titles: string[]) => void;
   onInitializationFailed: (error: unknown) => void;
 }
 
@@ -46,6 +48,16 @@ export function clientOptions(
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: initializationOptions(hooks.settings(), resolvedInterpreter, trusted),
     middleware: {
+      provideCodeActions: async (document, range, context, token, next) => {
+        const actions = await next(document, range, context, token);
+        if (Array.isArray(actions)) {
+          hooks.onCodeActions(
+            document.uri.toString(),
+            actions.map((a) => a.title),
+          );
+        }
+        return actions;
+      },
       workspace: {
         // Answer `workspace/configuration` for `exportlens` with the resolved interpreter.
         configuration: async (params, token, next) => {

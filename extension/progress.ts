@@ -18,7 +18,7 @@ import {
 } from 'vscode-languageclient/node';
 
 export interface ProgressListener {
-  onBegin(token: string | number, title: string): void;
+  onBegin(token: string | number, title: string, message: string | undefined): void;
   onReport(token: string | number, message: string | undefined): void;
   onEnd(token: string | number, message: string | undefined): void;
 }
@@ -64,7 +64,7 @@ export class NotificationProgressFeature implements StaticFeature {
     const sub = this.client.onProgress(WorkDoneProgress.type, token, (value) => {
       if (value.kind === 'begin') {
         const begin: WorkDoneProgressBegin = value;
-        this.listener.onBegin(token, begin.title);
+        this.listener.onBegin(token, begin.title, begin.message);
         void vscode.window.withProgress(
           { location: vscode.ProgressLocation.Notification, title: begin.title, cancellable: begin.cancellable === true },
           (p, cancel) => {

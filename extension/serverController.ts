@@ -10,6 +10,7 @@ import * as vscode from 'vscode';
 import { DidChangeConfigurationNotification, ExecuteCommandRequest, LanguageClient, State } from 'vscode-languageclient/node';
 import { clientOptions, serverOptions } from './clientOptions';
 import { readSettings, trustedInterpreter } from './config';
+import { eventLine, parseVerification, urisToAskAgain, VERIFICATION_NOTIFICATION } from './lib/events';
 import { describeChoice, InterpreterChoice } from './lib/interpreter';
 import { RestartBudget } from './lib/restartBudget';
 import { serverLaunch } from './lib/serverLaunch';
@@ -32,6 +33,8 @@ export class ServerController implements vscode.Disposable {
   /** Interpreters already reported as unusable: one notification each, never a loop. */
   private readonly notified = new Set<string>();
   private readonly running = new Set<string | number>();
+  /** Documents whose code actions VS Code was made to ask for again, until it does. */
+  private readonly askedAgain = new Set<string>();
   private pendingCommands = 0;
   private disposed = false;
 
@@ -165,6 +168,11 @@ export class ServerController implements vscode.Disposable {
     const options = clientOptions(this.output, choice.command, trusted, {
       settings: () => this.settings,
       onClosed: () => this.onServerClosed(),
+      onCodeActions: (uri, titles) => {
+        if (this.askedAgain.delete(uri)) {
+          this.output.info(eventLine({ kind: 'asked-again', uri, titles }));
+        }
+      },
       onInitializationFailed: (error) => {
         this.output.error(`ExportLens server failed to initialize: ${String(error)}`);
         this.status.update({ phase: 'error', detail: 'The server failed to initialize.' });
@@ -173,7 +181,8 @@ export class ServerController implements vscode.Disposable {
     const client = new LanguageClient(CLIENT_ID, 'ExportLens', serverOptions(launch), options);
     client.registerFeature(
       new NotificationProgressFeature(client, {
-        onBegin: (token, title) => {
+        onBegin: (token, title, message) => {
+          this.output.info(eventLine({ kind: 'progress-begin', token: String(token), title, message }));
           this.running.add(token);
           this.status.update({ runMessage: title });
           this.refreshRunning();
@@ -183,12 +192,21 @@ export class ServerController implements vscode.Disposable {
             this.status.update({ runMessage: message });
           }
         },
-        onEnd: (token) => {
+        onEnd: (token, message) => {
+          this.output.info(eventLine({ kind: 'progress-end', token: String(token), message }));
           this.running.delete(token);
           this.refreshRunning();
         },
       }),
     );
+    client.onNotification(VERIFICATION_NOTIFICATION, (params: unknown) => {
+      const notice = parseVerification(params);
+      if (notice !== undefined) {
+        const askedAgain = askAgain(client, urisToAskAgain(notice));
+        askedAgain.forEach((uri) => this.askedAgain.add(vscode.Uri.parse(uri).toString()));
+        this.output.info(eventLine({ kind: 'verification', notice, askedAgain }));
+      }
+    });
     client.onDidChangeState((e) => {
       if (e.newState === State.Running) {
         this.status.update({ phase: trusted ? 'ready' : 'untrusted' });
@@ -276,6 +294,26 @@ export class ServerController implements vscode.Disposable {
     this.disposed = true;
     await this.stop();
   }
+}
+
+/**
+ * Verified outcomes arrived for these documents: set their diagnostics again, unchanged, so VS Code
+ * asks for their code actions anew (it does on every diagnostics change; otherwise a light bulb
+ * shown before keeps the titles without their outcome until the cursor moves). Returns the URIs
+ * that had diagnostics to set.
+ */
+function askAgain(client: LanguageClient, uris: string[]): string[] {
+  const collection = client.diagnostics;
+  const asked: string[] = [];
+  for (const raw of uris) {
+    const uri = vscode.Uri.parse(raw);
+    const current = collection?.get(uri);
+    if (collection !== undefined && current !== undefined && current.length > 0) {
+      collection.set(uri, [...current]);
+      asked.push(raw);
+    }
+  }
+  return asked;
 }
 
 /** An ExportLens error or warning: a problem, as the CLI and the server count them (the server's one home of the rule is `model.is_problem`). */

@@ -1,16 +1,21 @@
 """The client side of the worker on its own: cancellation at any moment never hangs, a closed
-client starts nothing, and job slots are handed out first come, first served."""
+client starts nothing, job slots are handed out first come, first served, and background jobs
+give way at once to the runs somebody waits for."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from exportlens import worker_client
-from exportlens.worker_client import WorkerClient, WorkerUnavailable, _FairSlots
+from exportlens.protocol import JobEvent, JobSpec
+from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, _FairSlots
 
 
 async def test_cancelling_a_start_at_any_moment_leaves_no_worker() -> None:
@@ -114,3 +119,93 @@ def test_a_prestarted_zygote_nobody_adopts_ends_with_the_server() -> None:
     worker_client.discard_prestarted()  # what atexit does when the server ends first
     assert early.popen.returncode is not None
     assert worker_client._early is None
+
+
+# -- background work (fix verification) gives way to the runs somebody waits for ---------------
+
+SLEEPER = """import time
+
+import torch
+
+time.sleep(600)  # a verification job still running when the next run comes
+
+
+class Same(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+model = Same()
+example_args = (torch.ones(2),)
+"""
+
+
+def _job(path: Path) -> JobSpec:
+    return {
+        "file": str(path),
+        "root": str(path.parent),
+        "main": False,
+        "module_vars": True,
+        "factories": [],
+        "lines": {"model": 1},
+        "compile": False,
+        "trace": False,
+    }
+
+
+def _nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as fh:
+        return int(fh.read().rsplit(")", 1)[1].split()[16])  # field 19 of stat(5): the nice value
+
+
+async def _until(what: str, probe: Callable[[], Any], limit: float = 180.0) -> Any:
+    """Poll `probe` (plain or async) until it gives something truthy; fail after `limit` seconds."""
+    deadline = asyncio.get_running_loop().time() + limit
+    while True:
+        value = probe()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+async def _all(events: AsyncIterator[JobEvent]) -> list[JobEvent]:
+    return [e async for e in events]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_run_preempts_background_jobs_at_once_and_starts_on_a_warm_spare(tmp_path: Path) -> None:
+    """Background jobs never take a warm spare and run niced; preempt() kills them without waiting
+    and hands their slots on, and the next run starts on a spare that was warm before it was sent."""
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    (tmp_path / "quick.py").write_text(SLEEPER.replace("time.sleep(600)  # a verification job still running when the next run comes", "pass"))
+    client = WorkerClient(sys.executable, max_jobs=1)  # one slot: the run can only have the one verification held
+    events: list[JobEvent] = []
+
+    async def verify() -> None:
+        BACKGROUND.set("verify sleeper.py")
+        async for event in client.run(_job(tmp_path / "sleeper.py"), timeout=600):
+            events.append(event)
+
+    try:
+        await asyncio.wait_for(client.start(), 180)
+        warm = await _until("a warm spare", client.spares)
+        background = asyncio.ensure_future(verify())
+        started = await _until("the background job to start", lambda: [e for e in events if e["event"] == "started"])
+        job_pid = int(started[0]["pid"])
+        assert job_pid not in warm and set(warm) <= set(await client.spares())  # the spares wait for the runs
+        assert _nice(job_pid) == 10 and client.slots.used == 1
+
+        assert client.preempt("verify something else") == [] and _alive(job_pid)
+        (preempted,) = client.preempt()
+        assert client.slots.used == 0  # its slot is free before the job has even died
+        run = await asyncio.wait_for(_all(client.run(_job(tmp_path / "quick.py"), timeout=120)), 180)  # not behind the slot
+        assert run[0]["event"] == "started" and int(run[0]["pid"]) in warm  # warm before it was sent
+        assert (run[-1]["event"], run[-1].get("status")) == ("done", "ok")
+        await _until("the preempted job's process to end", lambda: not _alive(job_pid), 30)
+        await asyncio.wait_for(background, 30)
+        assert (events[-1]["event"], events[-1]["id"], events[-1].get("status")) == ("done", preempted, "cancelled")
+    finally:
+        await client.close()

@@ -54,6 +54,7 @@ class RunRequest(TypedDict):
     job: JobSpec
     timeout: float  # seconds before the job is killed (DoneEvent status "timeout")
     memory_mb: int  # memory the job's whole process tree may add; 0 = unlimited
+    background: NotRequired[bool]  # nobody waits for it (fix verification): lower priority, never on a warm spare
     jobdir: NotRequired[str]  # added by the zygote when it hands the request to a spare child
 
 
@@ -486,6 +487,7 @@ class ErrorEvent(TypedDict):
 class PongEvent(TypedDict):
     event: Literal["pong"]
     id: str | None
+    spares: NotRequired[list[int]]  # the pids of the warm children waiting for a job
 
 
 JobEvent = StartedEvent | PhaseEvent | FindingEvent | TargetEvent | DoneEvent

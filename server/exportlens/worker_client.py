@@ -6,6 +6,10 @@ deadline: a job whose `done` does not come in time ends here too (and the zygote
 have ended it, is replaced). At most `max_jobs` jobs run at once; the others wait their turn in
 the order they were asked for. Everything the worker ever started carries an environment mark,
 so nothing of it outlives the zygote.
+
+Jobs run where `BACKGROUND` names some work (fix verification's task sets it) are background
+work: `preempt()` kills them at once and hands their slots on, so a run somebody waits for never
+waits for them; the zygote runs them at a lower priority and keeps its warm spares for the others.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -33,6 +38,11 @@ RETRY_START_AFTER = 30.0  # a zygote that failed to start is not started again f
 DEADLINE_GRACE = 15.0  # seconds past a job's own time limit before the client stops waiting for the zygote
 WORKER_MARK = "EXPORTLENS_WORKER"  # same name as worker/proctree.py's: every process of one worker has it
 STREAM_LIMIT = 64 * 1024 * 1024  # one event line can carry a large report
+
+
+BACKGROUND: ContextVar[str | None] = ContextVar("exportlens_background_work", default=None)
+"""The background work a task's jobs belong to (None: somebody waits for them). Set it at the
+task's start: the tasks it creates inherit it, and `preempt(work)` kills exactly those jobs."""
 
 
 class WorkerUnavailable(Exception):
@@ -76,6 +86,21 @@ class _FairSlots:
         self.used -= 1
 
 
+class _Lease:
+    """One job's slot, given back exactly once: when the job ends, or earlier when it is preempted."""
+
+    def __init__(self, slots: _FairSlots, work: str | None = None) -> None:
+        self.slots = slots
+        self.work = work  # the background work it belongs to (None: foreground)
+        self.held = True
+        self.preempted = False
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.slots.release()
+
+
 def sweep(mark: str) -> int:
     """Kill every process that carries the worker's mark (what is left once the zygote is gone)."""
     if not sys.platform.startswith("linux"):
@@ -113,6 +138,7 @@ class WorkerClient:
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr_tail: list[str] = []
         self._owner: dict[str, Process] = {}  # job → the zygote it was sent to
+        self._background: dict[str, _Lease] = {}  # background jobs sent to the zygote, by id
         self._failed: tuple[float, WorkerUnavailable] | None = None  # the last failed start, and when
 
     @property
@@ -246,31 +272,77 @@ class WorkerClient:
 
     async def _send(self, message: Request) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        self._proc.stdin.write((json.dumps(message) + "\n").encode())
+        self._proc.stdin.write(_line(message))
         await self._proc.stdin.drain()
 
     async def run(self, job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         """Run one job; yield its `started`, `target` … events, ending with `done`.
 
         Waits for a free slot first (FIFO). Cancelling the consumer kills the job's process tree.
+        A background job (`BACKGROUND`) ends with `done` status "cancelled" when preempted.
         """
         await self.slots.acquire()
+        lease = _Lease(self.slots, BACKGROUND.get())
         try:
-            async for event in self._run(job, timeout, memory_mb):
+            async for event in self._run(job, timeout, memory_mb, lease if lease.work is not None else None):
                 yield event
         finally:
-            self.slots.release()
+            lease.release()
 
-    async def _run(self, job: JobSpec, timeout: float, memory_mb: int) -> AsyncIterator[JobEvent]:
+    def preempt(self, work: str | None = None) -> list[str]:
+        """Kill the background jobs of `work` (None: all of them) now and give their slots to
+        whoever waits: the cancels are written before anything sent after this call (the zygote
+        kills each process tree as it reads them), and nothing waits for the jobs to end. Returns
+        their ids."""
+        jobs = {i: lease for i, lease in self._background.items() if work is None or lease.work == work}
+        for job_id, lease in jobs.items():
+            del self._background[job_id]
+            lease.preempted = True
+            lease.release()
+            self._write({"op": "cancel", "id": job_id})
+        return list(jobs)
+
+    async def spares(self) -> list[int]:
+        """The pids of the zygote's warm spares, waiting for a job (its answer to a ping)."""
+        await self.start()
+        ping_id = f"ping-{next(self._ids)}"
+        queue: asyncio.Queue[JobEvent] = asyncio.Queue()
+        self._queues[ping_id] = queue
+        try:
+            await self._send({"op": "ping", "id": ping_id})
+            async with asyncio.timeout(READY_TIMEOUT):
+                pong: Any = await queue.get()  # routed by its id like a job's events
+        finally:
+            self._queues.pop(ping_id, None)
+        return [int(p) for p in pong.get("spares") or []]
+
+    def _write(self, message: Request) -> None:
+        """Send without waiting (a request is a few bytes; the pipe's buffer takes it)."""
+        proc = self._proc
+        if proc is None or proc.returncode is not None or proc.stdin is None:
+            return
+        try:
+            proc.stdin.write(_line(message))
+        except (ConnectionError, RuntimeError):
+            pass
+
+    async def _run(self, job: JobSpec, timeout: float, memory_mb: int, background: _Lease | None) -> AsyncIterator[JobEvent]:
         job_id = str(next(self._ids))
         queue: asyncio.Queue[JobEvent] = asyncio.Queue()
         self._queues[job_id] = queue
         finished = False
         message: RunRequest = {"op": "run", "id": job_id, "job": job, "timeout": timeout, "memory_mb": memory_mb}
+        if background is not None:
+            message["background"] = True
+            self._background[job_id] = background
         loop = asyncio.get_running_loop()
         try:
             for attempt in (1, 2):  # a zygote found dead before the job started is restarted once
                 await self.start()
+                if background is not None and background.preempted:  # preempted before it was sent
+                    finished = True
+                    yield {"event": "done", "id": job_id, "status": "cancelled", "detail": "preempted", "stderr": ""}
+                    return
                 try:
                     assert self._proc is not None
                     self._owner[job_id] = self._proc
@@ -308,7 +380,8 @@ class WorkerClient:
         finally:
             self._queues.pop(job_id, None)
             self._owner.pop(job_id, None)
-            if not finished and self.running:
+            self._background.pop(job_id, None)
+            if not finished and self.running and not (background is not None and background.preempted):
                 try:
                     await self._send({"op": "cancel", "id": job_id})
                 except (ConnectionError, RuntimeError, AssertionError):
@@ -354,6 +427,10 @@ async def _settled(creating: asyncio.Future[asyncio.subprocess.Process]) -> asyn
         except asyncio.CancelledError:
             continue
     return None if creating.cancelled() or creating.exception() is not None else creating.result()
+
+
+def _line(message: Request) -> bytes:
+    return (json.dumps(message) + "\n").encode()
 
 
 def remove_workdir(info: dict[str, Any]) -> None:

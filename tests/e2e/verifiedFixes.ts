@@ -1,21 +1,35 @@
 /**
- * Verified fixes and "Make it export" in the real workbench (issue 10's e2e part): the Ctrl+.
- * menu shows each fix's verified outcome, and "Make it export" on a file with two problems, once
- * its refactor preview is applied and the file saved, leaves a file that really exports.
- * run.ts calls `verifiedFixScenarios` in the trusted session and lends it its scenario runner.
+ * Verified fixes and "Make it export" in the real workbench (issue 10's e2e part): the quick-fix
+ * menu shows each fix's verified outcome, also from a light bulb that was shown before the
+ * outcomes arrived (VS Code asks again by itself), and "Make it export" on a file with two
+ * problems, once its refactor preview is applied and the file saved, leaves a file that really
+ * exports. run.ts calls `verifiedFixScenarios` in the trusted session and lends it its scenario runner.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Page } from 'playwright-core';
-import { REPO } from './codeServer';
 import { run } from './processes';
-import { editorText, gotoLine, MOD, openFile, poll, runCommand, visibleSquiggles, waitForWorkbench, type Squiggle } from './workbench';
+import type { ClientEvent } from '../../extension/lib/events';
+import {
+  clientEvents,
+  editorText,
+  gotoLine,
+  MOD,
+  openFile,
+  poll,
+  runCommand,
+  visibleSquiggles,
+  waitForWorkbench,
+  type Squiggle,
+} from './workbench';
 
 type Scenario = (page: Page, name: string, timeoutMs: number, body: () => Promise<void>, filter?: string) => Promise<boolean>;
 
 export interface VerifiedFixContext {
   page: Page;
   workspace: string;
+  /** The workbench's user data folder: the extension's log (its recorded events) is under it. */
+  userDataDir: string;
   /** The interpreter with torch the workbench's server uses (the venv's). */
   python: string;
   scenario: Scenario;
@@ -25,13 +39,36 @@ export interface VerifiedFixContext {
 }
 
 /**
- * A fresh copy of examples/data_dependent/item_branch.py (the session's own copy gets its quick
- * fix applied by an earlier scenario). Its fixes and their verified titles are the ones
- * tests/lsp/test_verification.py pins: a rewrite that passes, an assumption that passes and an
- * assumption that breaks the target (listed after the others), then "ignore".
+ * examples/data_dependent/item_branch.py with a forward that sleeps 3 s, so its fixes are still
+ * being verified when the light bulb shows (each verification job runs the forward twice). Its
+ * fixes and their verified titles are the ones tests/lsp/test_verification.py pins for
+ * item_branch.py: a rewrite that passes, an assumption that passes and an assumption that breaks
+ * the target (listed after the others), then "ignore".
  */
-const MENU_FILE = 'verified/item_branch.py';
-const MENU_LINE = 9; // `if n > 2:` (1-based, as the workbench shows it)
+const MENU_FILE = 'verified/slow_item_branch.py';
+const MENU_SOURCE = [
+  '"""item_branch.py with a forward that takes seconds: verifying its fixes takes a while."""',
+  '',
+  'import time',
+  '',
+  'import torch',
+  '',
+  '',
+  'class Threshold(torch.nn.Module):',
+  '    def forward(self, x, y):',
+  '        time.sleep(3)',
+  '        n = x.item()',
+  '        if n > 2:',
+  '            return y * 2',
+  '        return y - 1',
+  '',
+  '',
+  'if __name__ == "__main__":',
+  '    ep = torch.export.export(Threshold(), (torch.tensor(5), torch.ones(3)))',
+  '    print(ep)',
+  '',
+].join('\n');
+const MENU_LINE = 12; // `if n > 2:` (1-based, as the workbench shows it)
 const MENU_COLUMN = 12;
 const MENU_TITLES = [
   'Rewrite this if/return as `torch.cond` (keeps both branches in the exported graph) — export passes ✓',
@@ -78,6 +115,11 @@ const PLAIN_EXPORT = [
   'print("exported:", sum(1 for n in ep.graph.nodes if n.op == "call_function"), "calls")',
 ].join('\n');
 
+/** The verification of MENU_FILE finished, as the extension recorded it. */
+function verified(events: ClientEvent[]): ClientEvent | undefined {
+  return events.find((e) => e.kind === 'verification' && e.notice.state === 'done' && e.notice.uri.endsWith(`/${MENU_FILE}`));
+}
+
 /** The titles in the open code action menu (header and separator rows left out). */
 export async function menuTitles(page: Page): Promise<string[]> {
   return page
@@ -97,30 +139,49 @@ async function squigglesOn(page: Page, lines: number[], timeoutMs: number): Prom
 }
 
 export async function verifiedFixScenarios(ctx: VerifiedFixContext): Promise<void> {
-  const { page, workspace, python, scenario, screenshot, log, filter } = ctx;
+  const { page, workspace, userDataDir, python, scenario, screenshot, log, filter } = ctx;
 
   await scenario(
     page,
-    'quick-fix menu shows each fix verified: export passes, assumes, breaks',
-    240_000,
+    "the light bulb's quick-fix menu shows each fix verified (export passes, assumes, breaks) the first time it opens",
+    300_000,
     async () => {
       await waitForWorkbench(page);
       const file = path.join(workspace, MENU_FILE);
       fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.copyFileSync(path.join(REPO, 'examples', 'data_dependent', 'item_branch.py'), file);
+      fs.writeFileSync(file, MENU_SOURCE);
       await openFile(page, MENU_FILE);
-      await squigglesOn(page, [MENU_LINE], 90_000);
-      // Verification runs in the background after the diagnostics are published; each Ctrl+.
-      // asks the server for the actions again, so the menu is reopened until they carry outcomes.
+      await squigglesOn(page, [MENU_LINE], 120_000);
+      // The cursor on the problem: VS Code asks for its code actions and shows the light bulb,
+      // while the fixes are still being verified (their titles have no outcome yet).
+      await gotoLine(page, MENU_LINE, MENU_COLUMN);
+      const bulb = page.locator('.editor-group-container.active .monaco-editor .lightBulbWidget');
+      await bulb.first().waitFor({ state: 'visible', timeout: 30_000 });
+      if (verified(clientEvents(userDataDir)) !== undefined) {
+        throw new Error('the fixes were verified before the light bulb showed: this run cannot tell whether VS Code asks again');
+      }
+      // The outcomes arrive; the extension sets the diagnostics again, and VS Code asks for the
+      // code actions anew by itself: no cursor move, no Ctrl+.
+      const done = await poll('the fixes verified (exportlens/verification done)', 240_000, () =>
+        Promise.resolve(verified(clientEvents(userDataDir))),
+      );
+      log(`     ${JSON.stringify(done)}`);
+      const asked = await poll('VS Code to ask for the code actions again', 30_000, () =>
+        Promise.resolve(clientEvents(userDataDir).find((e) => e.kind === 'asked-again' && e.uri.endsWith(`/${MENU_FILE}`))),
+      );
+      if (asked.kind !== 'asked-again' || [...asked.titles].sort().join('\n') !== [...MENU_TITLES].sort().join('\n')) {
+        throw new Error(`VS Code asked again and got ${JSON.stringify(asked)}`);
+      }
+      // The light bulb holds what VS Code got: its menu shows the outcomes. (It reads the actions
+      // VS Code asked for, never asking again itself: a menu shown from a stale bulb would lack them.)
       let titles: string[] = [];
       let opened = 0;
       await poll(
-        'the verified fixes in the Ctrl+. menu',
-        180_000,
+        "the light bulb's menu with the verified titles",
+        20_000,
         async () => {
-          await gotoLine(page, MENU_LINE, MENU_COLUMN);
-          await page.keyboard.press(`${MOD}+.`);
-          await page.locator('.action-widget .monaco-list-row.action').first().waitFor({ state: 'visible', timeout: 20_000 });
+          await bulb.first().click();
+          await page.locator('.action-widget .monaco-list-row.action').first().waitFor({ state: 'visible', timeout: 10_000 });
           titles = await menuTitles(page);
           opened++;
           if (JSON.stringify(titles) === JSON.stringify(MENU_TITLES)) {
@@ -134,11 +195,11 @@ export async function verifiedFixScenarios(ctx: VerifiedFixContext): Promise<voi
             .catch(() => undefined);
           return undefined;
         },
-        1_000,
+        500,
       ).catch((e: unknown) => {
         throw new Error(`${String(e)}; the menu showed ${JSON.stringify(titles, null, 1)}`);
       });
-      log(`     the menu showed the verified titles after ${opened} opening(s)`);
+      log(`     the light bulb's menu showed the verified titles at opening ${opened}`);
       // The best verified fix is preferred: it comes first and has the keyboard focus.
       const focused = await page.locator('.action-widget .monaco-list-row.action.focused .title').allTextContents();
       if (focused.length !== 1 || focused[0]?.trim() !== MENU_TITLES[0]) {

@@ -2,7 +2,10 @@
  * Playwright helpers that drive the VS Code workbench the way a person does (keyboard, command
  * palette, Problems panel) and read what it shows. Selectors verified on Code 1.139.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import type { Page } from 'playwright-core';
+import { ClientEvent, parseEvents } from '../../extension/lib/events';
 
 export const MOD = 'Control';
 
@@ -12,16 +15,21 @@ export async function waitForWorkbench(page: Page, timeoutMs = 90_000): Promise<
   await page.waitForSelector('.explorer-folders-view, .monaco-workbench .part.sidebar', { timeout: timeoutMs });
 }
 
-/** Runs a command by its palette title (F1, type, Enter on the exact match). */
+/**
+ * Runs a command by its palette title (F1, type, Enter once the highlighted row is that command).
+ * The list is filtered and re-rendered as it fills: a click could land on a row being replaced,
+ * Enter runs what is highlighted; the palette closing says the command was taken.
+ */
 export async function runCommand(page: Page, title: string): Promise<void> {
   await page.keyboard.press('Escape');
   await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 10_000 });
   await input.fill(`>${title}`);
-  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  const row = page.locator('.quick-input-list .monaco-list-row.focused', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 10_000 });
-  await row.click();
+  await input.press('Enter');
+  await input.waitFor({ state: 'hidden', timeout: 10_000 });
 }
 
 /** Opens a workspace file through Quick Open (Ctrl+P) by its path relative to the folder. */
@@ -202,4 +210,30 @@ export async function startRecordingUi(page: Page): Promise<void> {
 
 export async function recordedUi(page: Page): Promise<string[]> {
   return page.evaluate(() => (window as unknown as { __exportlensSeen?: string[] }).__exportlensSeen ?? []);
+}
+
+/** Text of the ExportLens output channel's log files written by the extension host. */
+export function extensionLog(userDataDir: string): string {
+  const found: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        walk(p);
+      } else if (e.name === 'ExportLens.log') {
+        found.push(p);
+      }
+    }
+  };
+  const logs = path.join(userDataDir, 'logs');
+  if (fs.existsSync(logs)) {
+    walk(logs);
+  }
+  found.sort(); // the folders are named by the time they were made: oldest first
+  return found.map((f) => fs.readFileSync(f, 'utf8')).join('\n');
+}
+
+/** The events the extension recorded in its log (work-done progress, verification), in order. */
+export function clientEvents(userDataDir: string): ClientEvent[] {
+  return parseEvents(extensionLog(userDataDir));
 }

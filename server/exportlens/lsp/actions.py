@@ -87,11 +87,14 @@ class Actions:
         self.pending: dict[str, asyncio.Future[Any]] = {}
 
     async def fixes(self, diag: Diagnostic, owner: str) -> list[Fix]:
-        """The fixes of a diagnostic of `owner`'s run, computed once per text."""
+        """The fixes of a diagnostic of `owner`'s run, computed once per text (asked before they
+        were precomputed, its place's are precomputed now, off the event loop)."""
         doc = self.ls.runs.document_of(owner)
         pending = self.pending.get(_key(diag, doc))
         if pending is not None:  # being precomputed right now: wait for it rather than compute twice
             await asyncio.shield(pending)
+        elif self.cache.get(diag, doc, self.read) is None:
+            await self.warm([place(diag.file, diag.cell)])
         found = self.cache.get(diag, doc, self.read)
         return found if found is not None else self.cache.compute(diag, doc, self.read)
 

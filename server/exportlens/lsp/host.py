@@ -7,7 +7,8 @@ and never on the server module, and there is no import circle.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import contextlib
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from lsprotocol import types
@@ -35,6 +36,19 @@ class TextsView(Protocol):
 
     def engine(self) -> Engine: ...
 
+    @property
+    def busy(self) -> bool:
+        """A run (or a command that runs targets) is in flight: background work waits."""
+        ...
+
+    def foreground(self) -> contextlib.AbstractContextManager[None]:
+        """Hold for the length of a command that runs targets: verification stops and waits."""
+        ...
+
+    def when_quiet(self, work: Callable[[], None]) -> None:
+        """Call `work` once no run has been in flight for a moment (background work)."""
+        ...
+
 
 class FixWarmer(Protocol):
     """Computes the quick fixes of fresh diagnostics ahead of the client's request."""
@@ -46,6 +60,14 @@ class Verifications(Protocol):
     """Verifies a published run's fixes in the background; decorates fixes with the outcomes."""
 
     def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document) -> None: ...
+
+    def preempt(self) -> None:
+        """A run begins: verification in flight stops now and waits for no run to be in flight."""
+        ...
+
+    def resume(self) -> None:
+        """No run is in flight any more: start what waits."""
+        ...
 
     def fixes(self, diag: Diagnostic, fixes: list[Fix]) -> list[Fix]: ...
 

@@ -77,7 +77,8 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         return {"applied": False, "passes": False, "reason": "not a Python file"}
     options = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
     assume = bool(options.get("assume", False))
-    outcome = await make_exportable(ls.runs.engine(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)
+    with ls.runs.foreground():  # somebody waits for this: verification stops until it is done
+        outcome = await make_exportable(ls.runs.engine(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)
     summary = outcome.summary()
     answer: dict[str, Any] = {
         "passes": outcome.passes,

@@ -7,13 +7,21 @@ job; a run whose generation is no longer the newest publishes nothing. Every pla
 is re-published from all owners' results, so a diagnostic a later run no longer has is cleared.
 Ranges are carried onto the editor's current text (see `lsp/textmap.py`). Nothing here knows what
 kind of document it runs: the document's mapper does (`document.py`).
+
+Runs are what somebody waits for: while one is in flight (`busy`; also a command that runs targets,
+`foreground()`), fix verification waits, and one that begins preempts it (`lsp/verification.py`).
+Background work (verification, precomputing fixes) starts once no run has been in flight for
+SETTLE seconds (`when_quiet`): an editor often saves again right after a publish (format-on-save,
+"save all", save on focus change), and that run then finds the server and the cores free.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
@@ -67,6 +75,7 @@ class RunSummary:
         return {"files": self.files, "problems": self.problems, "targets": self.targets, "cancelled": self.cancelled, "superseded": self.superseded}
 
 
+SETTLE = 0.25  # seconds with no run in flight before background work starts
 TRACE_CACHE = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "exportlens", "traces")
 
 
@@ -100,6 +109,68 @@ class Runs:
         self._plans: dict[tuple[Any, ...], tuple[FileTargets | None, bool]] = {}  # (path, text hash, …) → plan
         self._loaded: dict[str, tuple[tuple[int, int], Document]] = {}  # path → (its stat, the document read from disk)
         self._closing: list[asyncio.Task[None]] = []
+        self._held = 0  # runs (and commands that run targets) in flight
+        self._quiet: list[Callable[[], None]] = []  # background work waiting for no run in flight
+        self._quiet_timer: asyncio.TimerHandle | None = None
+        self._to_warm: set[str] = set()  # places whose fixes to precompute once quiet
+
+    # -- what somebody waits for --------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        """A run or a command that runs targets is in flight: background work waits."""
+        return self._held > 0
+
+    def hold(self) -> None:
+        """Work somebody waits for begins: verification in flight stops now (its jobs killed), and
+        background work waits for it to end."""
+        self._held += 1
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+            self._quiet_timer = None
+        self.ls.verification.preempt()
+
+    def release(self) -> None:
+        self._held -= 1
+        if self._held == 0:
+            self.ls.verification.resume()
+            if self._quiet:
+                self._arm_quiet()
+
+    def when_quiet(self, work: Callable[[], None]) -> None:
+        """Call `work` once no run has been in flight for SETTLE seconds (once, however often asked)."""
+        if work not in self._quiet:
+            self._quiet.append(work)
+        if not self.busy:
+            self._arm_quiet()
+
+    def _arm_quiet(self) -> None:
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+        self._quiet_timer = asyncio.get_running_loop().call_later(SETTLE, self._quiet_now)
+
+    def _quiet_now(self) -> None:
+        self._quiet_timer = None
+        if self.busy:
+            return  # release() arms it again
+        work, self._quiet = self._quiet, []
+        for w in work:
+            w()
+
+    def _warm(self) -> None:
+        """Precompute the fixes of the places published since (computing them holds the server's
+        interpreter for a while: not while a save's run starts)."""
+        paths, self._to_warm = sorted(self._to_warm), set()
+        self.ls.background(self.ls.actions.warm(paths))
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Hold for the length of a command that runs targets (run on all, make it export...)."""
+        self.hold()
+        try:
+            yield
+        finally:
+            self.release()
 
     # -- engine -------------------------------------------------------------------------------
 
@@ -152,6 +223,9 @@ class Runs:
                 self.ls.log(f"worker did not start: {exc}", types.MessageType.Warning)
 
     async def close(self) -> None:
+        if self._quiet_timer is not None:
+            self._quiet_timer.cancel()
+        self._quiet.clear()
         for task in list(self.tasks.values()):
             task.cancel()
         if self._engine is not None:
@@ -252,10 +326,16 @@ class Runs:
             old.cancel()
         gen = self.generation.get(path, 0) + 1
         self.generation[path] = gen
+        self.hold()  # before its job is sent: verification's jobs are killed first
         task = asyncio.ensure_future(self._run(path, gen, explicit, progress))
         self.tasks[path] = task
-        task.add_done_callback(lambda t: self.tasks.pop(path, None) if self.tasks.get(path) is t else None)
+        task.add_done_callback(lambda t: self._ended(path, t))
         return task
+
+    def _ended(self, path: str, task: asyncio.Task[FileResult | None]) -> None:
+        if self.tasks.get(path) is task:
+            del self.tasks[path]
+        self.release()  # published (or superseded): verification may resume
 
     async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None) -> FileResult | None:
         engine = self.engine()
@@ -309,6 +389,10 @@ class Runs:
         if len(paths) == 1:
             task = self.start(paths[0], explicit=explicit)
             return await self._await_runs([(paths[0], task, self.generation[paths[0]])])
+        with self.foreground():  # no verification between one owner's run and the next
+            return await self._run_one_by_one(paths, explicit=explicit)
+
+    async def _run_one_by_one(self, paths: list[str], *, explicit: bool) -> RunSummary:
         names = [n for p in paths for n in self.target_names(p)]
         me = asyncio.current_task()
         progress = RunProgress.start(self.ls, names or ["workspace"], lambda: me.cancel() if me else None)
@@ -387,7 +471,8 @@ class Runs:
         if not final:
             return
         self.ls.refresh_code_lens()
-        self.ls.background(self.ls.actions.warm(touched))
+        self._to_warm.update(touched)
+        self.when_quiet(self._warm)
         self.ls.verification.start(owner, list(result.diagnostics), texts, doc)  # after publishing: never delays it
 
     def current_text(self, path: str) -> tuple[str | None, int | None]:

@@ -401,7 +401,8 @@ def register_commands(server: ExportLensServer) -> None:
         if path is None or not os.path.isfile(path):
             tell("ExportLens: Save op profiles needs a Python file (pass its URI).", types.MessageType.Warning)
             return {"saved": False, "reason": "no file"}
-        result = await ls.runs.engine().check_file(path, save_op_profiles=True)
+        with ls.runs.foreground():
+            result = await ls.runs.engine().check_file(path, save_op_profiles=True)
         written = [p for p in result.op_profiles if p.get("file")]
         if written:
             files = ", ".join(os.path.basename(p["file"]) for p in written)

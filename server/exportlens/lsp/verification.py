@@ -1,21 +1,30 @@
 """Verified quick fixes in the editor: after a run is published, each fix is re-run in memory.
 
-Verification starts only once the run's diagnostics are published (it never delays them), in
-the background, and is cancelled by any newer edit or save of a file the run covered. Its
+Verification is background work: it starts only once the run's diagnostics are published and no
+run (nor a command that runs targets) has been in flight for a moment (`Runs.when_quiet`), so it
+never delays one. A run that begins
+preempts every verification at once: its worker jobs are killed, not awaited (`WorkerClient.
+preempt`), and it starts over once no run is in flight. An edit or save of a file a run covered
+drops that run's verification for good (the next run of the new text brings its own). Its
 outcomes decorate the code actions (`title — export passes ✓`), pick the preferred fix, order
 unhelpful ones last (or hide them, setting `exportlens.unhelpfulFixes`) and show in the hover.
-The client hears `exportlens/verification` notifications (`started`, `done`, `cancelled`).
+The client hears `exportlens/verification` notifications (`started`, `done` with the URIs whose
+code actions changed, `cancelled`, `failed`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
 
 from exportlens.document import Document
+from exportlens.engine import Engine
 from exportlens.lsp.convert import uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.settings import UNHELPFUL_HIDE, VERIFY_ON
@@ -30,6 +39,7 @@ from exportlens.model import (
     place,
     split_place,
 )
+from exportlens.worker_client import BACKGROUND
 
 NOTIFICATION = "exportlens/verification"
 DiagKey = tuple[str, str, int, int, str]
@@ -46,18 +56,38 @@ def outcome_suffix(v: Verification | None, code: str) -> str:
     return f" — {v.words(code)}"
 
 
+@dataclass
+class _Run:
+    """A published run whose fixes are to be verified."""
+
+    owner: str
+    diagnostics: list[Diagnostic]
+    texts: dict[str, str | None]
+    doc: Document
+    engine: Engine | None = None  # the engine its jobs run on, once started
+
+    @property
+    def work(self) -> str:
+        """Its jobs' background work (`worker_client.BACKGROUND`): preempted by this name."""
+        return f"verify {self.owner}"
+
+
 class FixVerification:
     def __init__(self, ls: Host) -> None:
         self.ls = ls
         self.tasks: dict[str, asyncio.Task[None]] = {}  # owner → its verification in flight
+        self.running: dict[str, _Run] = {}  # owner → what its task in flight verifies
+        self.waiting: dict[str, _Run] = {}  # owner → a run to verify once no run is in flight
         self.covers: dict[str, set[str]] = {}  # owner → places its run covered (an edit there cancels)
         self.verified: dict[DiagKey, list[Fix]] = {}  # finding → its fixes, verified and ranked
         self.owner_keys: dict[str, set[DiagKey]] = {}
+        self.closed = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document) -> None:
-        """Verify the fixes of `owner`'s freshly published run of `doc` (cancelling an older verification)."""
+        """Verify the fixes of `owner`'s freshly published run of `doc` once no run is in flight
+        (an older verification of `owner` ends now)."""
         self.cancel(owner, "superseded")
         for key in self.owner_keys.pop(owner, set()):
             self.verified.pop(key, None)
@@ -69,12 +99,47 @@ class FixVerification:
         if not problems(diagnostics):
             return
         self.covers[owner] = {owner} | {p for p in texts} | {place(d.file, d.cell) for d in diagnostics}
-        task = asyncio.ensure_future(self._verify(owner, list(diagnostics), dict(texts), doc, s.verify_budget_seconds))
-        self.tasks[owner] = task
-        task.add_done_callback(lambda t: self.tasks.pop(owner, None) if self.tasks.get(owner) is t else None)
+        self.waiting[owner] = _Run(owner, list(diagnostics), dict(texts), doc)
+        self.resume()
+
+    def resume(self) -> None:
+        """No run is in flight: start the verifications that wait once none has been for a
+        moment (`Runs.when_quiet`)."""
+        if not self.closed and self.waiting:
+            self.ls.runs.when_quiet(self._start_waiting)
+
+    def _start_waiting(self) -> None:
+        if self.closed:
+            return
+        budget = self.ls.settings.verify_budget_seconds
+        for owner, run in list(self.waiting.items()):
+            del self.waiting[owner]
+            run.engine = self.ls.runs.engine()
+            task = asyncio.ensure_future(self._verify(run, budget))
+            self.tasks[owner] = task
+            self.running[owner] = run
+            task.add_done_callback(functools.partial(self._ended, owner))
+
+    def _ended(self, owner: str, task: asyncio.Task[None]) -> None:
+        if self.tasks.get(owner) is task:
+            del self.tasks[owner]
+            self.running.pop(owner, None)
+
+    def preempt(self) -> None:
+        """A run begins: every verification in flight stops now (its jobs are killed, not
+        awaited) and waits to start over once no run is in flight; an edit or a save of what it
+        covered (`cancel_touching`) drops it for good."""
+        for owner, run in list(self.running.items()):
+            self.cancel(owner, "preempted by a run")
+            self.waiting.setdefault(owner, run)
 
     def cancel(self, owner: str, why: str) -> None:
+        """End `owner`'s verification, in flight (its jobs killed at once) or waiting."""
+        self.waiting.pop(owner, None)
+        run = self.running.pop(owner, None)
         task = self.tasks.pop(owner, None)
+        if run is not None and run.engine is not None:
+            run.engine.worker.preempt(run.work)  # its jobs die before anything sent after this
         if task is not None and not task.done():
             task.cancel()
             self._notify(owner, "cancelled", reason=why)
@@ -86,6 +151,8 @@ class FixVerification:
                 self.cancel(owner, why)
 
     async def close(self) -> None:
+        self.closed = True
+        self.waiting.clear()
         tasks = list(self.tasks.values())
         for t in tasks:
             t.cancel()
@@ -97,10 +164,13 @@ class FixVerification:
         except Exception:  # the client went away: nothing to tell
             pass
 
-    async def _verify(self, owner: str, diagnostics: list[Diagnostic], texts: dict[str, str | None], doc: Document, budget: float) -> None:
+    async def _verify(self, run: _Run, budget: float) -> None:
         from exportlens.fixes import registry
         from exportlens.verify import Verifier, problems
 
+        BACKGROUND.set(run.work)  # this task's jobs (and its subtasks') are background work
+        owner, diagnostics, texts, doc, engine = run.owner, run.diagnostics, run.texts, run.doc, run.engine
+        assert engine is not None
         started = time.perf_counter()
         # the files as the run analysed them (a notebook's cells travel in its document, not as files)
         known = {p: t for p, t in texts.items() if t is not None and split_place(p)[1] is None}
@@ -108,11 +178,12 @@ class FixVerification:
         def read(path: str) -> str | None:
             return known[path] if path in known else registry.read_disk(path)
 
-        items = [(d, registry.fixes_for(d, read, doc)) for d in problems(diagnostics)]
-        items = [(d, f) for d, f in items if f]
+        def fixes_of_each() -> list[tuple[Diagnostic, list[Fix]]]:
+            return [(d, f) for d in problems(diagnostics) if (f := registry.fixes_for(d, read, doc))]
+
+        items = await asyncio.to_thread(fixes_of_each)  # parsing and rewriting files: not on the event loop
         count = len({f.key() for _, fixes in items for f in fixes})
         self._notify(owner, "started", fixes=count)
-        engine = self.ls.runs.engine()
         verifier = Verifier(engine, owner, None, read, budget, jobs=1, overrides=dict(known), document=doc)
         try:
             baseline, _ = await asyncio.gather(
@@ -134,8 +205,18 @@ class FixVerification:
         self.owner_keys[owner] = keys
         self.covers.pop(owner, None)
         statuses = [f.verification.status for _, fixes in self.verified_of(owner) for f in fixes if f.verification]
-        self._notify(owner, "done", fixes=count, seconds=round(time.perf_counter() - started, 3), statuses=sorted(statuses))
+        seconds = round(time.perf_counter() - started, 3)
+        self._notify(owner, "done", fixes=count, seconds=seconds, statuses=sorted(statuses), uris=self._uris(d for d, _ in items))
         self.ls.refresh_code_lens()
+
+    def _uris(self, diagnostics: Iterable[Diagnostic]) -> list[str]:
+        """The URIs the client shows these diagnostics under (their code actions just changed)."""
+        out = []
+        for where in sorted({place(d.file, d.cell) for d in diagnostics}):
+            uri = self.ls.open_docs.get(where) or (uri_of(where) if split_place(where)[1] is None else None)
+            if uri is not None:
+                out.append(uri)
+        return out
 
     def verified_of(self, owner: str) -> list[tuple[DiagKey, list[Fix]]]:
         return [(k, self.verified[k]) for k in self.owner_keys.get(owner, set()) if k in self.verified]

@@ -1,12 +1,18 @@
 """The warm zygote: import torch once, warm export up, fork a fresh child per job.
 
 Protocol (JSON lines). Requests on stdin:
-  {"op": "run", "id": str, "job": {...}, "timeout": seconds, "memory_mb": int}
+  {"op": "run", "id": str, "job": {...}, "timeout": seconds, "memory_mb": int, "background": bool}
   {"op": "cancel", "id": str}
+  {"op": "ping", "id": str}
 Events on stdout: {"event": "ready", "torch": ..., "pid": ..., "warmup_seconds": ...},
   {"event": "started", "id", "pid"}, {"event": "target", "id", ...} per target,
-  {"event": "done", "id", "status": "ok"|"crashed"|"timeout"|"cancelled", "detail", "stderr"}.
+  {"event": "done", "id", "status": "ok"|"crashed"|"timeout"|"cancelled", "detail", "stderr"},
+  {"event": "pong", "id", "spares": [pid of each warm spare]}.
 Everything user code prints goes to a per-job file, never to the protocol.
+
+A background job (fix verification) is work nobody waits for: it runs at a lower priority, never
+on a warm spare, and does not stop the zygote from warming spares beside it, so the next job
+somebody waits for starts on a warm one the moment the background job is cancelled.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ _zygote_pid = os.getpid()  # jobs die with this process (the --one-job fallback:
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EOF_GRACE = 2.0  # seconds a job may live on after closing its pipe (it is normally exiting)
 SCAN_EVERY = 0.3  # seconds between looks at the jobs' process trees (members, memory)
+SPARES = 2  # warm children kept forked ahead: a job that comes right after another still gets a warm one
+BACKGROUND_NICE = 10  # a background job gives its core way to the jobs somebody waits for
 
 
 @dataclass
@@ -50,6 +58,7 @@ class Child:
     eof_at: float | None = None  # when its pipe closed (the process may live on without it)
     status: int | None = None  # wait status of the job's own process, once reaped
     cancelled: bool = False
+    background: bool = False
     timed_out: bool = False
     closed_pipe: bool = False  # its pipe closed while the process kept running
     memory_used: int = 0  # bytes of the whole tree when it went over its cap
@@ -97,6 +106,14 @@ def _try_warm_up() -> tuple[float, str | None]:
         return time.perf_counter() - started, error
 
 
+def _preimport_job() -> None:
+    """Import the job's own modules once, here: every job would import them again (≈50 ms each)."""
+    try:
+        from exportlens.worker import job  # noqa: F401  (importing has no effect but the import)
+    except Exception:  # the job says what is wrong when it imports them itself
+        pass
+
+
 def _prime_module_cache() -> None:
     """Map every loaded module's file in `inspect`'s cache now, once, in the zygote.
 
@@ -119,6 +136,13 @@ def _limit_memory(memory_mb: int) -> None:
         limit = vm + memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     except (OSError, ValueError):
+        pass
+
+
+def _lower_priority() -> None:
+    try:
+        os.nice(BACKGROUND_NICE)
+    except (AttributeError, OSError):  # no nice() here: it runs at the normal priority
         pass
 
 
@@ -155,6 +179,8 @@ def run_child(request: dict[str, Any], result_fd: int, jobdir: str, *, detached:
         os.dup2(log, 2)
         tempfile.tempdir = jobdir
         os.environ["TMPDIR"] = jobdir
+        if request.get("background"):
+            _lower_priority()
         _limit_memory(int(request.get("memory_mb", 0)))
         out = os.fdopen(result_fd, "w", buffering=1)
 
@@ -190,7 +216,7 @@ def run_spare(request_fd: int, result_fd: int) -> None:
     try:
         _detach()
         _warm_up()
-        os.write(result_fd, b"\n")  # ready (an empty line: the zygote's reader skips it)
+        os.write(result_fd, b"\n")  # ready: the zygote reads this empty line before it hands us a job
         data = b""
         while not data.endswith(b"\n"):
             chunk = os.read(request_fd, 1 << 16)
@@ -208,6 +234,8 @@ class Spare:
     pid: int
     request_fd: int
     result_fd: int
+    ready: bool = False  # its warm-up is done (it wrote its empty line)
+    watched: bool = True  # its result pipe is in the selector (until its warm-up ends)
 
 
 class Zygote:
@@ -218,7 +246,9 @@ class Zygote:
         # EXPORTLENS_NO_FORK=1 forces the spawn path that platforms without fork take
         self.can_fork = hasattr(os, "fork") and sys.platform != "win32" and not os.environ.get("EXPORTLENS_NO_FORK")
         self.use_spares = True
-        self.spare: Spare | None = None
+        self.spares: list[Spare] = []  # oldest first
+        self.served_warm = False  # a job started on a warm spare: past the cold start
+        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self._next_scan = 0.0
         self._spare_deaths = 0
 
@@ -227,13 +257,13 @@ class Zygote:
         self.protocol.flush()
 
     def _fork(self, *parents_ends: int) -> int:
-        """fork(); the child closes the zygote's ends of its pipes and the spare's, like any child."""
+        """fork(); the child closes the zygote's ends of its pipes and the spares', like any child."""
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            spare = (self.spare.request_fd, self.spare.result_fd) if self.spare is not None else ()
-            for fd in (*parents_ends, *spare, *self.children):
+            spares = [fd for s in self.spares for fd in (s.request_fd, s.result_fd)]
+            for fd in (*parents_ends, *spares, *self.children):
                 os.close(fd)
         return pid
 
@@ -247,38 +277,80 @@ class Zygote:
             run_spare(req_r, res_w)
         os.close(req_r)
         os.close(res_w)
-        self.spare = Spare(pid, req_w, res_r)
+        spare = Spare(pid, req_w, res_r)
+        self.spares.append(spare)
+        self.selector.register(res_r, selectors.EVENT_READ, spare)  # its warm-up ends: refill at once
 
-    def _drop_spare(self) -> None:
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            os.close(spare.request_fd)
-            os.close(spare.result_fd)
+    def refill(self) -> None:
+        """Keep SPARES warm children forked ahead, warming one at a time on a free core: never on
+        the core of a job somebody waits for (on a one-core machine, only while none runs), and
+        not beside the first jobs of a cold start, before any spare was ready (the first squiggle:
+        its own copy-on-write faults need the machine). Background jobs do not count: they give
+        way (lower priority)."""
+        if len(self.spares) >= SPARES or any(not s.ready for s in self.spares):
+            return
+        waited_for = sum(1 for c in self.children.values() if not (c.background or c.killed or c.ended))  # ended: only exiting
+        if waited_for >= self.cores or (waited_for and not self.served_warm):
+            return
+        self.fork_spare()
+
+    def _spare_ready(self, spare: Spare) -> bool:
+        """Whether its warm-up is done (its empty line is read here); a spare that died is dropped."""
+        if spare.ready:
+            return True
+        if not select.select([spare.result_fd], [], [], 0)[0]:
+            return False
+        self._unwatch(spare)
+        try:
+            said = os.read(spare.result_fd, 1)
+        except OSError:
+            said = b""
+        if said != b"\n":  # it died warming up
+            self._lost_spare(spare)
+            return False
+        spare.ready = True
+        return True
+
+    def _unwatch(self, spare: Spare) -> None:
+        if spare.watched:
+            spare.watched = False
+            self.selector.unregister(spare.result_fd)
+
+    def _lost_spare(self, spare: Spare) -> None:
+        """A spare died before it got a job: after three, something kills them (stop making new ones, fork per job)."""
+        self._drop_spare(spare)
+        self._spare_deaths += 1
+        if self._spare_deaths >= 3:
+            self.use_spares = False
+
+    def _drop_spare(self, spare: Spare) -> None:
+        if spare not in self.spares:
+            return
+        self.spares.remove(spare)
+        self._unwatch(spare)
+        os.close(spare.request_fd)
+        os.close(spare.result_fd)
 
     def _take_spare(self) -> Spare | None:
-        """The spare, if it finished warming up; one still warming stays for the next job."""
-        spare = self.spare
-        if spare is None:
-            return None
+        """A spare that finished warming up (the oldest); one still warming stays for a later job."""
         self._reap_any()  # a spare that died while waiting is dropped there: never hand it a job
-        if self.spare is None:
-            return None
-        if not select.select([spare.result_fd], [], [], 0)[0]:
-            return None  # a fresh fork now beats waiting for the warm-up
-        self.spare = None
-        return spare
+        for spare in list(self.spares):
+            if self._spare_ready(spare):
+                self.spares.remove(spare)
+                return spare
+        return None  # a fresh fork now beats waiting for the warm-up
 
-    def retire_spare(self) -> None:
-        spare = self.spare
-        self._drop_spare()
-        if spare is not None:
+    def retire_spares(self) -> None:
+        for spare in list(self.spares):
+            self._drop_spare(spare)
             proctree.kill([spare.pid])  # reaped by _reap_any, never waited for here
 
     def start(self, request: dict[str, Any]) -> None:
         jobdir = tempfile.mkdtemp(prefix="exportlens-job-")
         timeout = float(request.get("timeout") or 120.0)
         memory_mb = int(request.get("memory_mb") or 0)
-        spare = self._take_spare()
+        background = bool(request.get("background"))
+        spare = None if background else self._take_spare()  # the warm spares are for jobs somebody waits for
         if spare is not None:
             try:
                 os.write(spare.request_fd, (json.dumps({**request, "jobdir": jobdir}) + "\n").encode())
@@ -306,6 +378,8 @@ class Zygote:
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
             child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
+        child.background = background
+        self.served_warm = self.served_warm or spare is not None
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
         self.selector.register(child.fd, selectors.EVENT_READ, child)
@@ -320,11 +394,8 @@ class Zygote:
     # -- a job's process tree -----------------------------------------------------------------
 
     def _known(self) -> set[int]:
-        """Our own processes: the jobs' roots and the spare (never taken for orphans)."""
-        known = {c.pid for c in self.children.values()}
-        if self.spare is not None:
-            known.add(self.spare.pid)
-        return known
+        """Our own processes: the jobs' roots and the spares (never taken for orphans)."""
+        return {c.pid for c in self.children.values()} | {s.pid for s in self.spares}
 
     def _watch_trees(self, procs: dict[int, proctree.Proc]) -> None:
         """Record every job's members; give orphans re-parented to us to the jobs they came from
@@ -346,8 +417,11 @@ class Zygote:
         for child in running:
             if child.memory_mb <= 0 or child.killed:
                 continue
-            used = sum(proctree.private_bytes(pid) for pid in self._live(child, procs))
-            if used > child.memory_mb * 1024 * 1024:
+            cap, live = child.memory_mb * 1024 * 1024, self._live(child, procs)
+            if sum(proctree.resident_bytes(pid) for pid in live) <= cap:
+                continue  # private memory is part of the resident: under the cap without the costly count
+            used = sum(proctree.private_bytes(pid) for pid in live)
+            if used > cap:
                 child.memory_used = used
                 self._kill_tree(child, procs)
 
@@ -366,7 +440,7 @@ class Zygote:
             child.proc.kill()
 
     def _reap_any(self) -> None:
-        """Collect every exited child without blocking: jobs, the spare, adopted orphans."""
+        """Collect every exited child without blocking: jobs, the spares, adopted orphans."""
         if not hasattr(os, "waitpid") or sys.platform == "win32":
             for child in self.children.values():
                 if child.proc is not None and child.status is None and (code := child.proc.poll()) is not None:
@@ -379,11 +453,9 @@ class Zygote:
                 return
             if pid == 0:
                 return
-            if self.spare is not None and pid == self.spare.pid:  # died while waiting for a job
-                self._drop_spare()
-                self._spare_deaths += 1
-                if self._spare_deaths >= 3:  # something kills them: stop making new ones, fork per job
-                    self.use_spares = False
+            spare = next((s for s in self.spares if s.pid == pid), None)
+            if spare is not None:  # died while waiting for a job
+                self._lost_spare(spare)
                 continue
             for child in self.children.values():
                 if child.pid == pid:
@@ -483,7 +555,7 @@ class Zygote:
     def shutdown(self) -> None:
         for child in list(self.children.values()):
             self._kill_tree(child)
-        self.retire_spare()
+        self.retire_spares()
         me = os.getpid()
         proctree.kill({p.pid for p in proctree.snapshot().values() if p.ppid == me})  # adopted orphans
         self._reap_any()
@@ -506,13 +578,12 @@ class Zygote:
                     *lines, pending = pending.split(b"\n")
                     for raw in lines:
                         self._handle(raw)
+                elif isinstance(key.data, Spare):
+                    self._spare_ready(key.data)
                 else:
                     self._read(key.data)
             self._tick()
-            if self.spare is None and not self.children:
-                # Warm the next job's process while idle, not beside a running job: on a small
-                # machine that warm-up would take the running job's core (the first squiggle waits).
-                self.fork_spare()
+            self.refill()
 
     def _handle(self, raw: bytes) -> None:
         if not raw.strip():
@@ -528,7 +599,9 @@ class Zygote:
         elif op == "cancel":
             self.cancel(str(request.get("id")))
         elif op == "ping":
-            self.send({"event": "pong", "id": request.get("id")})
+            self._reap_any()
+            ready = [s.pid for s in list(self.spares) if self._spare_ready(s)]
+            self.send({"event": "pong", "id": request.get("id"), "spares": ready})
 
 
 def _tail(path: str, lines: int = 60) -> str:
@@ -576,6 +649,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
     warm, warm_error = (0.0, None) if "--no-warmup" in argv else _try_warm_up()
+    _preimport_job()
     gc.collect()
     gc.freeze()  # children's collections then skip torch's objects: no copy-on-write storm per job
     zygote = Zygote(protocol)
