@@ -53,6 +53,7 @@ describe('package.json', () => {
     const p = manifest.contributes.configuration.properties;
     assert.deepEqual(Object.keys(p).sort(), [
       'exportlens.compileBackend',
+      'exportlens.draftExport',
       'exportlens.interpreter',
       'exportlens.run',
       'exportlens.targets',
@@ -70,6 +71,8 @@ describe('package.json', () => {
     assert.equal(p['exportlens.trace.server']?.default, 'off');
     assert.equal(p['exportlens.compileBackend']?.default, DEFAULT_SETTINGS.compileBackend);
     assert.deepEqual(p['exportlens.compileBackend']?.enum, [...COMPILE_BACKENDS]);
+    assert.equal(p['exportlens.draftExport']?.default, DEFAULT_SETTINGS.draftExport);
+    assert.deepEqual(p['exportlens.draftExport']?.enum, ['auto', 'always']);
     assert.equal(p['exportlens.verifyFixes']?.default, DEFAULT_SETTINGS.verifyFixes);
     assert.equal(p['exportlens.verifyBudgetSeconds']?.default, DEFAULT_SETTINGS.verifyBudgetSeconds);
     assert.equal(p['exportlens.unhelpfulFixes']?.default, DEFAULT_SETTINGS.unhelpfulFixes);

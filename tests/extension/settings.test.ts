@@ -12,6 +12,7 @@ describe('parseSettings', () => {
       targets: [],
       traceServer: 'off',
       compileBackend: 'eager',
+      draftExport: 'auto',
       verifyFixes: 'on',
       verifyBudgetSeconds: 30,
       unhelpfulFixes: 'last',
@@ -27,6 +28,7 @@ describe('parseSettings', () => {
       targets: ['models/a.py:make_model', ' b.py:pkg.factory '],
       trace: { server: 'verbose' },
       compileBackend: 'aot_eager',
+      draftExport: 'always',
       verifyFixes: 'off',
       verifyBudgetSeconds: 5,
       unhelpfulFixes: 'hide',
@@ -38,6 +40,7 @@ describe('parseSettings', () => {
       targets: ['models/a.py:make_model', 'b.py:pkg.factory'],
       traceServer: 'verbose',
       compileBackend: 'aot_eager',
+      draftExport: 'always',
       verifyFixes: 'off',
       verifyBudgetSeconds: 5,
       unhelpfulFixes: 'hide',
@@ -69,6 +72,12 @@ describe('parseSettings', () => {
     assert.match(warnings[3] ?? '', /"no_colon\.py" is not "path\/file\.py:factory"/);
   });
 
+  it('says what is wrong with a draftExport value and keeps "auto"', () => {
+    const { settings, warnings } = parseSettings({ draftExport: 'never' });
+    assert.equal(settings.draftExport, 'auto');
+    assert.deepEqual(warnings, ['exportlens.draftExport must be "auto" or "always", not "never"; using "auto"']);
+  });
+
   it('clamps the timeout into 1..3600 and says so', () => {
     assert.equal(parseSettings({ timeoutSeconds: 0 }).settings.timeoutSeconds, 1);
     const high = parseSettings({ timeoutSeconds: 99999 });
@@ -94,6 +103,7 @@ describe('what the server receives', () => {
       timeoutSeconds: 9,
       targets: ['m.py:f'],
       compileBackend: 'eager',
+      draftExport: 'auto',
       verifyFixes: 'on',
       verifyBudgetSeconds: 30,
       unhelpfulFixes: 'last',
@@ -118,6 +128,7 @@ describe('changeEffect', () => {
     assert.equal(changeEffect(base, { ...base, run: 'manual' }), 'notify');
     assert.equal(changeEffect(base, { ...base, targets: ['a.py:f'] }), 'notify');
     assert.equal(changeEffect(base, { ...base, timeoutSeconds: 5 }), 'notify');
+    assert.equal(changeEffect(base, { ...base, draftExport: 'always' }), 'notify');
   });
   it('does nothing when nothing changed', () => {
     assert.equal(changeEffect(base, { ...base, targets: [] }), 'none');
