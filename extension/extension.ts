@@ -39,7 +39,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const notebook = vscode.window.activeNotebookEditor?.notebook;
       const target = fileToRun(uri?.toString(), vscode.window.activeTextEditor?.document.uri.toString(), notebook?.uri.toString());
       if (target === undefined) {
-        void vscode.window.showWarningMessage('ExportLens: open a Python file or a notebook to run draft export on it.');
+        void vscode.window.showWarningMessage('ExportLens: open a Python file or a notebook to check its export.');
         return;
       }
       // The worker runs the file from disk: run on what the user sees.

@@ -1,5 +1,5 @@
 /**
- * Which file "Run draft export on this file" means. A notebook cell's editor is a text editor of
+ * Which file "Check export of this file" means. A notebook cell's editor is a text editor of
  * its own (scheme `vscode-notebook-cell`), and a notebook with no cell in edit mode has no text
  * editor at all: in both, the file is the active notebook. Node only (no `vscode`): unit-tested.
  */

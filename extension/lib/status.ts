@@ -38,7 +38,7 @@ export function statusView(state: StatusState): StatusView {
       const what = state.runMessage ? `: ${state.runMessage}` : '';
       return {
         text: `$(sync~spin) ${STATUS_NAME}: running`,
-        tooltip: `Running draft export${what}. ${click}`,
+        tooltip: `Checking export${what}. ${click}`,
         severity: 'normal',
       };
     }

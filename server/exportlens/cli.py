@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exportlens", description=__doc__)
     parser.add_argument("--version", action="version", version=f"exportlens {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="run draft export on the targets in PATHs and report problems")
+    check = sub.add_parser("check", help="run each target's export (plain export, then draft export where it adds something) and report problems")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=("text", "json", "sarif", "html"), default="text", help="html: one self-contained page (see `exportlens report`)")
     check.add_argument(

@@ -133,15 +133,15 @@ export async function notebookScenario(page: Page, workspace: string, scenario: 
       await openNotebook(page, NOTEBOOK.file);
 
       // Opening runs nothing (a notebook runs on save or on request). The target cell has its
-      // CodeLens; the run is asked the way a user in a cell asks it: the command palette's "Run
-      // draft export on this file" with the cursor in cell 2 (the cell's editor is not the notebook).
-      const lens = page.locator(`${CELL_ROW(NOTEBOOK.targetCell)} .codelens-decoration a`, { hasText: 'Run draft export' }).first();
+      // CodeLens; the run is asked the way a user in a cell asks it: the command palette's "Check
+      // export of this file" with the cursor in cell 2 (the cell's editor is not the notebook).
+      const lens = page.locator(`${CELL_ROW(NOTEBOOK.targetCell)} .codelens-decoration a`, { hasText: 'Check export' }).first();
       await lens.waitFor({ state: 'visible', timeout: 120_000 });
       await page
         .locator(`${CELL_ROW(NOTEBOOK.cell)} .monaco-editor .view-lines`)
         .first()
         .click();
-      await runCommand(page, 'ExportLens: Run draft export on this file');
+      await runCommand(page, 'ExportLens: Check export of this file');
 
       const want = { cell: NOTEBOOK.cell, line: NOTEBOOK.start.line + 1, kind: 'error' };
       await poll(`a squiggle in cell ${want.cell} on line ${want.line}`, 120_000, async () => {

@@ -323,7 +323,7 @@ async function trustedSession(page: Page, workspace: string, userDataDir: string
   const fixTarget = located.find((l) => l.file === 'data_dependent/item_branch.py');
   await scenario(
     page,
-    'Run draft export from the command palette shows progress',
+    'Check export of this file from the command palette shows progress',
     120_000,
     async () => {
       if (!fixTarget) {
@@ -335,7 +335,7 @@ async function trustedSession(page: Page, workspace: string, userDataDir: string
       await squigglesOf(page, fixTarget.file, [fixTarget], 90_000);
       await poll('no run in flight first', 60_000, () => Promise.resolve(progressInFlight(clientEvents(userDataDir)) ? undefined : true));
       const before = new Set(clientEvents(userDataDir).map((e) => (e.kind === 'progress-begin' ? e.token : '')));
-      await runCommand(page, 'ExportLens: Run draft export on this file');
+      await runCommand(page, 'ExportLens: Check export of this file');
       const runs = await poll("the run's work-done progress to begin and end", 90_000, () => {
         const ended = finishedRuns(clientEvents(userDataDir)).filter((r) => !before.has(r.token));
         return Promise.resolve(ended.length > 0 ? ended : undefined);

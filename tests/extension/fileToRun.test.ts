@@ -1,4 +1,4 @@
-// "Run draft export on this file" from a .py editor, a notebook cell, a notebook without an edited cell.
+// "Check export of this file" from a .py editor, a notebook cell, a notebook without an edited cell.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fileToRun } from '../../extension/lib/fileToRun';

@@ -17,7 +17,7 @@ describe('statusView', () => {
   it('spins while running and names the run in the tooltip', () => {
     const v = statusView({ phase: 'running', problems: 2, runMessage: 'model.py:12' });
     assert.equal(v.text, '$(sync~spin) ExportLens: running');
-    assert.equal(v.tooltip, 'Running draft export: model.py:12. Click to show the ExportLens output.');
+    assert.equal(v.tooltip, 'Checking export: model.py:12. Click to show the ExportLens output.');
   });
   it('shows errors and a missing torch as errors', () => {
     assert.equal(statusView({ phase: 'error', problems: 0 }).text, '$(error) ExportLens: error');

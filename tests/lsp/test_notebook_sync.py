@@ -112,7 +112,7 @@ async def test_code_lens_on_the_target_cell(client: LanguageClient, ws: Path) ->
     lenses = await asyncio.wait_for(
         client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell4"))), 10
     )
-    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(0, "▶ Run draft export"), (0, "1 problem in this notebook")]
+    assert [(lens.range.start.line, lens.command.title) for lens in lenses] == [(0, "▶ Check export"), (0, "1 problem in this notebook")]
     assert list(lenses[0].command.arguments or []) == [uri]
     other = await asyncio.wait_for(
         client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=f"vscode-notebook-cell:{nb}#cell2"))), 10

@@ -116,7 +116,7 @@ async def test_code_lens_above_target(client: LanguageClient, ws: Path) -> None:
     uri = (ws / "data_dependent" / "item_branch.py").as_uri()
     lenses = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))), 10)
     assert [(lens.range.start.line, lens.command.title.split(",")[0]) for lens in lenses] == [
-        (14, "▶ Run draft export"),
+        (14, "▶ Check export"),
         (14, "1 problem"),
         (14, "⚙ Make it export"),
     ]

@@ -1,4 +1,4 @@
-"""CodeLens: "Run draft export" on each target of a document, and what its last run found.
+"""CodeLens: "Check export" on each target of a document, and what its last run found.
 
 The same for every document: a target's lens goes where the document's mapper puts the target
 (its line in a .py file, or its line in a notebook's cell) and only on that place. The count is
@@ -34,7 +34,7 @@ def code_lenses(runs: Runs, where: str, run_command: str, make_command: str) -> 
         if place(shown.file, shown.cell) != where:
             continue
         rng = types.Range(start=types.Position(line=shown.line - 1, character=0), end=types.Position(line=shown.line - 1, character=0))
-        lenses.append(types.CodeLens(range=rng, command=types.Command(title="▶ Run draft export", command=run_command, arguments=arguments)))
+        lenses.append(types.CodeLens(range=rng, command=types.Command(title="▶ Check export", command=run_command, arguments=arguments)))
         ran = next((r for r in res.targets if r.name == shown.name), None) if res else None
         if res is None or ran is None:
             continue
