@@ -209,3 +209,41 @@ async def test_a_run_preempts_background_jobs_at_once_and_starts_on_a_warm_spare
         assert (events[-1]["event"], events[-1]["id"], events[-1].get("status")) == ("done", preempted, "cancelled")
     finally:
         await client.close()
+
+
+RANDOM_EXAMPLE = """import torch
+
+
+class Same(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+model = Same()
+example_args = (torch.randn(8),)
+"""
+
+
+async def test_every_job_starts_from_the_same_random_state_on_a_spare_or_a_fresh_fork(tmp_path: Path) -> None:
+    """A spare's warm-up builds layers with random weights; a fresh fork does not. Examples drawn with
+    `torch.randn` are still the same in both, or a verified fix's outputs would look changed."""
+    (tmp_path / "random_example.py").write_text(RANDOM_EXAMPLE)
+    job: JobSpec = {**_job(tmp_path / "random_example.py"), "outputs": True}
+    client = WorkerClient(sys.executable, max_jobs=1)
+
+    async def outputs(background: bool) -> tuple[int, Any]:
+        if background:
+            BACKGROUND.set("verify random_example.py")  # never on a spare: a fresh fork
+        events = await asyncio.wait_for(_all(client.run(job, timeout=120)), 180)
+        [target] = [e for e in events if e["event"] == "target"]
+        return int(events[0]["pid"]), target["outputs"]
+
+    try:
+        await asyncio.wait_for(client.start(), 180)
+        warm = await _until("a warm spare", client.spares)
+        on_spare_pid, on_spare = await outputs(background=False)
+        fresh_pid, fresh = await asyncio.ensure_future(outputs(background=True))  # its own context: BACKGROUND set there only
+        assert on_spare_pid in warm and fresh_pid not in warm
+        assert on_spare == fresh and len(on_spare) == 1 and on_spare[0]["shape"] == [8]
+    finally:
+        await client.close()

@@ -35,6 +35,7 @@ from typing import IO, Any
 from exportlens.worker import proctree
 
 _child_threads = 1  # the thread count torch picked for this machine; jobs get it back
+_fresh_rng: Any = None  # torch's random state as `import torch` left it in the zygote: every job starts from it
 _protocol_fd: int | None = None  # closed in every child so the server sees the zygote's EOF
 _zygote_pid = os.getpid()  # jobs die with this process (the --one-job fallback: with its parent)
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -167,6 +168,18 @@ def _detach() -> None:
     torch.set_num_threads(_child_threads)
 
 
+def _restore_fresh_rng() -> None:
+    """Start every job from the one random state the zygote had right after `import torch`.
+
+    A spare's warm-up builds layers (random weights) and a fresh fork does not, so without this a
+    model whose examples come from `torch.randn` got other inputs on a spare than on a fresh fork,
+    and a verified fix's outputs looked changed. (A plain `python` seeds torch differently each run.)"""
+    if _fresh_rng is not None:
+        import torch
+
+        torch.random.set_rng_state(_fresh_rng)
+
+
 def run_child(request: dict[str, Any], result_fd: int, jobdir: str, *, detached: bool = False) -> None:
     """Body of a job process: redirect the world, run the job, report, never return."""
     code = 0
@@ -191,6 +204,7 @@ def run_child(request: dict[str, Any], result_fd: int, jobdir: str, *, detached:
 
         from exportlens.worker import job
 
+        _restore_fresh_rng()
         job.run(request["job"], emit)
         emit({"event": "end"})
     except BaseException:  # anything left is a bug of ours; the exit status says so
@@ -624,7 +638,7 @@ def _signal_name(num: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    global _protocol_fd, _child_threads, _zygote_pid
+    global _protocol_fd, _child_threads, _zygote_pid, _fresh_rng
     if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit (no fork, so all threads)
         _zygote_pid = os.getppid()
         import torch
@@ -645,6 +659,7 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     import torch
 
+    _fresh_rng = torch.random.get_rng_state()
     _child_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
