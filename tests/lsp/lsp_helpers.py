@@ -215,6 +215,11 @@ def publishes_for(client: LanguageClient, uri: str, since: float = 0.0) -> list[
     return [p for t, p in client.publishes if p.uri == uri and t >= since]  # type: ignore[attr-defined]
 
 
+def field_of(params: Any, name: str) -> Any:
+    """A field of a notification's params, whether pygls gave them as a dict or as an object."""
+    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
+
+
 def is_partial(pub: types.PublishDiagnosticsParams) -> bool:
     """Published early: the user's export failed and the run is still finding the rest (draft export)."""
     return any(isinstance(d.data, dict) and d.data.get("partial") for d in pub.diagnostics)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_helpers import WAIT, change_doc, copy_examples, init_params, next_publish, open_doc, save_doc, server_config, spans, wait_for
+from lsp_helpers import WAIT, change_doc, copy_examples, field_of, init_params, next_publish, open_doc, save_doc, server_config, spans, wait_for
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -65,12 +65,8 @@ async def client(lsp_client: LanguageClient, ws: Path):
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
 
-def _field(params: Any, name: str) -> Any:
-    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
-
-
 def verifications(client: LanguageClient, uri: str, state: str, since: float = 0.0) -> list[Any]:
-    return [p for t, p in client.verifications if t >= since and _field(p, "uri") == uri and _field(p, "state") == state]  # type: ignore[attr-defined]
+    return [p for t, p in client.verifications if t >= since and field_of(p, "uri") == uri and field_of(p, "state") == state]  # type: ignore[attr-defined]
 
 
 def jobs(folder: Path, save: int) -> list[tuple[int, str, float]]:
@@ -122,14 +118,14 @@ async def test_a_save_during_verification_kills_its_jobs_and_publishes_the_new_v
     assert (pub.version, spans(pub.diagnostics)) == (2, GUARD)
     assert survivors(folder, published_wall) == [], "verification jobs of the old text still running"
     (cancelled,) = verifications(client, uri, "cancelled", edited)
-    assert _field(cancelled, "reason") == "edited"
+    assert field_of(cancelled, "reason") == "edited"
     assert verifications(client, uri, "done") == []  # the old text's verification never finished
 
     # verification resumes once the new run is published, for the new text only
     (started,) = await wait_for(lambda: verifications(client, uri, "started", published), WAIT, "verification of the new text")
-    assert _field(started, "fixes") == 3
+    assert field_of(started, "fixes") == 3
     (done,) = await wait_for(lambda: verifications(client, uri, "done"), 300, "verification of the new text to finish")
-    assert (list(_field(done, "statuses")), list(_field(done, "uris"))) == (STATUSES, [uri])
+    assert (list(field_of(done, "statuses")), list(field_of(done, "uris"))) == (STATUSES, [uri])
     assert [job for job in jobs(folder, 0) if job[2] >= published_wall] == [], "a job of the old text started after the new run"
 
 
@@ -146,12 +142,12 @@ async def test_a_run_of_another_file_preempts_verification_which_resumes_after_i
     published, published_wall = max(t for t, p in client.publishes if p.uri == other), time.time()  # type: ignore[attr-defined]
     assert spans(pub.diagnostics) == [(8, 11, 8, 16, "data-dependent-guard")]
     (cancelled,) = verifications(client, uri, "cancelled", opened)
-    assert _field(cancelled, "reason") == "preempted by a run"
+    assert field_of(cancelled, "reason") == "preempted by a run"
     assert survivors(folder, published_wall) == []  # it starts over only once no run is in flight
     # the text did not change: its verification starts over once no run is in flight, and finishes
     await wait_for(lambda: verifications(client, uri, "started", published), WAIT, "the preempted verification to start over")
     (done,) = await wait_for(lambda: verifications(client, uri, "done"), 300, "the preempted verification to finish")
-    assert list(_field(done, "statuses")) == STATUSES
+    assert list(field_of(done, "statuses")) == STATUSES
     await wait_for(lambda: verifications(client, other, "done"), 300, "the other file's verification")
     actions = await asyncio.wait_for(
         client.text_document_code_action_async(

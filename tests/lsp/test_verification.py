@@ -20,6 +20,7 @@ from lsp_helpers import (
     WAIT,
     change_doc,
     copy_examples,
+    field_of,
     init_params,
     next_publish,
     open_doc,
@@ -48,15 +49,11 @@ async def client(lsp_client: LanguageClient, ws: Path):
     await asyncio.wait_for(lsp_client.shutdown_session(), 30)
 
 
-def _field(params: Any, name: str) -> Any:
-    return params.get(name) if isinstance(params, dict) else getattr(params, name, None)
-
-
 def verifications(client: LanguageClient, uri: str, state: str | None = None) -> list[tuple[float, Any]]:
     return [
         (t, p)
         for t, p in client.verifications  # type: ignore[attr-defined]
-        if _field(p, "uri") == uri and (state is None or _field(p, "state") == state)
+        if field_of(p, "uri") == uri and (state is None or field_of(p, "state") == state)
     ]
 
 
@@ -79,9 +76,9 @@ async def test_verification_starts_after_publish_and_decorates_the_fixes(client:
     ((started_at, started),) = await wait_for(lambda: verifications(client, uri, "started"), WAIT, "verification to start")
     first_publish = min(t for t, p in client.publishes if p.uri == uri and t >= since)  # type: ignore[attr-defined]
     assert first_publish <= published_at <= started_at, "verification began before the diagnostics were published"
-    assert _field(started, "fixes") == 3
+    assert field_of(started, "fixes") == 3
     ((_, done),) = await wait_for(lambda: verifications(client, uri, "done"), 300, "verification to finish")
-    assert list(_field(done, "statuses")) == ["breaks", "export-passes", "export-passes"]
+    assert list(field_of(done, "statuses")) == ["breaks", "export-passes", "export-passes"]
 
     actions = await actions_for(client, uri, list(pub.diagnostics))
     assert [(a.title, bool(a.is_preferred)) for a in actions] == [
@@ -117,7 +114,7 @@ async def test_a_notebooks_quick_fixes_carry_their_verified_outcomes(client: Lan
     pub = await next_publish(client, uris[2], since)
     assert spans(pub.diagnostics) == [(3, 11, 3, 16, "data-dependent-guard")]
     ((_, done),) = await wait_for(lambda: verifications(client, nb.as_uri(), "done"), 300, "the notebook's verification to finish")
-    assert list(_field(done, "statuses")) == ["breaks", "export-passes"]
+    assert list(field_of(done, "statuses")) == ["breaks", "export-passes"]
 
     actions = await actions_for(client, uris[2], list(pub.diagnostics))
     assert [(a.title, bool(a.is_preferred)) for a in actions] == [
@@ -151,7 +148,7 @@ async def test_a_newer_edit_cancels_verification(client: LanguageClient, ws: Pat
     text = client.docs[uri][1]  # type: ignore[attr-defined]
     change_doc(client, uri, "# typing\n" + text)
     ((_, cancelled),) = await wait_for(lambda: verifications(client, uri, "cancelled"), 30, "verification to be cancelled")
-    assert _field(cancelled, "reason") == "edited"
+    assert field_of(cancelled, "reason") == "edited"
     assert verifications(client, uri, "done") == []
     change_doc(client, uri, text)
 
