@@ -27,7 +27,7 @@ from exportlens.model import INFORMATION, Diagnostic, Range, Report, TargetResul
 from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
-from exportlens.worker_client import WorkerClient, WorkerUnavailable, default_jobs
+from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, default_jobs
 
 
 @dataclass
@@ -135,6 +135,7 @@ class SourceCache:
         return {path: src.text for path, src in self._cache.items() if src is not None}
 
 
+BESIDE_AFTER = 0.5  # seconds of draft export after which the next run of the file forks it beside plain export
 _ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-timeout"}
 
 
@@ -170,6 +171,13 @@ class Engine:
     def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None) -> None:
         self.settings = settings or EngineSettings()
         self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
+        self._needed_draft: set[str] = set()  # files whose last run needed a draft export that took long (worker/beside.py)
+
+    def draft_beside_for(self, path: str) -> bool:
+        """Whether a run of `path` now starts draft export in a fork beside plain export (worker/beside.py):
+        where its last run needed a draft export of BESIDE_AFTER seconds or more (likely again, as the
+        user edits a failing model) and no other job runs (the fork takes the other core)."""
+        return os.path.abspath(path) in self._needed_draft and self.worker.slots.used == 0
 
     @property
     def torch_version(self) -> str:
@@ -292,6 +300,9 @@ class Engine:
         run_dir = _trace_run_dir(self.settings.trace_dir, path)
         if run_dir:
             job["trace_dir"] = run_dir
+        foreground = BACKGROUND.get() is None
+        if foreground and self.draft_beside_for(path):
+            job["draft_beside"] = True
 
         def early(diags: list[Diagnostic]) -> None:
             assert on_early is not None
@@ -309,8 +320,16 @@ class Engine:
             on_early=early if on_early else None,
         )
         try:
+            drafting: float | None = None  # when the job's draft export began
+            drafted = 0.0  # seconds its draft exports took
             async for event in self.worker.run(job, timeout=timeout or self.settings.timeout, memory_mb=self.settings.memory_mb):
+                if event["event"] == "phase":
+                    drafting = time.perf_counter() if event.get("phase") == "draft export" else None
+                elif event["event"] == "target" and drafting is not None:
+                    drafted, drafting = drafted + time.perf_counter() - drafting, None
                 fold.take(event)
+            if foreground:  # a fork costs some 60 ms: worth it beside a draft export that takes long
+                (self._needed_draft.add if drafted >= BESIDE_AFTER else self._needed_draft.discard)(path)
         except WorkerUnavailable as exc:
             fold.unavailable(exc)
         if run_dir:

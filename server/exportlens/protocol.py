@@ -46,6 +46,7 @@ class JobSpec(TypedDict):
     overrides: NotRequired[dict[str, str]]  # path → text run instead of the disk's (worker/overlay.py; nothing written)
     outputs: NotRequired[bool]  # fingerprint each model's eager outputs on its example inputs (fix verification)
     draft: NotRequired[Literal["auto", "always"]]  # "always": draft export also where plain export passes without custom ops
+    draft_beside: NotRequired[bool]  # draft export may start in a fork beside plain export (worker/beside.py)
 
 
 class RunRequest(TypedDict):
@@ -425,6 +426,7 @@ class TargetEvent(TypedDict):
     trace_overflow: NotRequired[TraceOverflow]  # tracer warnings past the kept places
     torch_bug: NotRequired[TorchBug]
     draft_crash: NotRequired[DraftCrash]
+    draft_beside: NotRequired[bool]  # draft export ran in a fork beside plain export (worker/beside.py)
     partial: NotRequired[bool]  # made up by the engine from streamed findings of a stopped job
     unsupported: NotRequired[str]  # "draft_export": this torch cannot run the target (then `torch` says which)
     torch: NotRequired[str]

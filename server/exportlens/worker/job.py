@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import capture, compat, compile_watch, overlay, plain, stacks, trace_watch
+from exportlens.worker import beside, capture, compat, compile_watch, overlay, plain, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 DRAFT_GOES_PAST = ("constraint", "data-dependent", "missing-fake-kernel")  # plain export's failures draft export continues after
@@ -32,8 +32,8 @@ DRAFT_GOES_PAST = ("constraint", "data-dependent", "missing-fake-kernel")  # pla
 class Recorder:
     """Stands in for `torch.export.export` while the user's script runs.
 
-    Each call runs `draft_export` with the same arguments, reports it as a target, and
-    returns the draft program so the script goes on as it would have.
+    Each call runs the user's own export (then draft export where it adds something) with the same
+    arguments, reports it as a target, and returns the program so the script goes on as it would have.
     """
 
     def __init__(self, emit: Emit, root: str) -> None:
@@ -45,6 +45,7 @@ class Recorder:
         self.save_profiles = False
         self.outputs = False  # fingerprint the eager outputs (fix verification compares them)
         self.draft = "auto"  # "always": draft export runs even where plain export passes without custom ops
+        self.beside = False  # draft export may run in a fork beside plain export (beside.py)
         self.count = 0
         self._active = False
         self.floats: list[dict[str, Any]] = []  # where each unbacked float symbol came from, in order
@@ -227,13 +228,17 @@ class Recorder:
         started = time.perf_counter()
         head = {"name": name, "file": file, "line": line, "kind": "export"}
         self.emit({"event": "phase", "phase": "exporting", "target": name})
-        self._active = True
         self.values.clear()
         self.floats.clear()
+        # a module's or factory's target (no script goes on with the program) may have draft export beside
+        fork = beside.Beside.start(functools.partial(self._draft_in_fork, head, mod, args, kwargs, options)) if self.beside and not reraise else None
+        self._active = True
         try:
             verdict = plain.run(self._export, mod, args, kwargs, compat.export_options(self._export, options), self.defines)
         except SystemExit as exc:  # the model itself called sys.exit(): the export never finished
             self._active = False
+            if fork is not None:
+                fork.kill()
             why = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
             self.emit({"event": "target", **head, "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc), "target_error": why})
             self.reported.add(id(exc))
@@ -259,10 +264,20 @@ class Recorder:
         ep = verdict.ep
         # after a failure, draft export can find more only past what it knows how to go past (it raises any other error the same way)
         wanted = (verdict.custom_ops or self.draft == "always") if verdict.ok else verdict.json.get("kind") in DRAFT_GOES_PAST
+        draft_options = _draft_options(options, verdict)
+        taken = None
+        if fork is not None and wanted and draft_options is options:  # plain export decided: the fork's draft export as it is
+            taken = fork.take()
+        elif fork is not None:
+            fork.kill()
         if wanted:
             self.emit({"event": "phase", "phase": "draft export", "target": name})
-            draft_ep = self._draft_run(event, head, mod, args, kwargs, _draft_options(options, verdict), plain_ok=verdict.ok)
-            ep = ep if ep is not None else draft_ep
+            if taken is not None:
+                self._take_from_fork(event, taken, plain_ok=verdict.ok)
+                event["draft_beside"] = True
+            else:
+                draft_ep = self._draft_run(event, head, mod, args, kwargs, draft_options, plain_ok=verdict.ok)
+                ep = ep if ep is not None else draft_ep
         event["seconds"] = time.perf_counter() - started
         event.update(self._eager(mod, args, kwargs))
         self.emit(event)
@@ -271,6 +286,26 @@ class Recorder:
             if reraise:
                 raise verdict.exc from None
         return ep
+
+    def _draft_in_fork(
+        self, head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Draft export in the fork beside plain export (`beside.py`): what it emits is buffered there."""
+        self.emit = emit
+        self._draft_run(event, head, mod, args, kwargs, options, plain_ok=False)
+        return dict(self.values)
+
+    def _take_from_fork(self, event: dict[str, Any], taken: dict[str, Any], *, plain_ok: bool) -> None:
+        """The fork's draft export as if it had run here, after plain export: its events in order,
+        its fields in the target event, the locals it saw after plain export's."""
+        for emitted in taken["emitted"]:
+            self.emit(emitted)
+        fields = dict(taken["event"])
+        if "draft_crash" in fields:  # the fork could not know plain export's verdict
+            fields["draft_crash"] = {**fields["draft_crash"], "plain_export": "ok" if plain_ok else "failed"}
+        if "values" in fields:
+            fields["values"] = {**self.values, **taken["values"]}
+        event.update(fields)
 
     def _draft_run(self, event: dict[str, Any], head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], *, plain_ok: bool) -> Any:
         """Draft export, its failures (each streamed as torch records it) into `event`; its program, if any.
@@ -438,6 +473,8 @@ def run(request: dict[str, Any], emit: Emit) -> None:
     rec.save_profiles = bool(request.get("save_op_profiles"))
     rec.outputs = bool(request.get("outputs"))
     rec.draft = str(request.get("draft") or "auto")
+    # beside plain export only where nothing else would write to the events (watches, profiles) and a core is free
+    rec.beside = bool(request.get("draft_beside")) and not (request.get("compile") or request.get("trace") or rec.save_profiles) and beside.cores() >= 2
     rec.install()
     if request.get("compile"):
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))

@@ -60,6 +60,7 @@ class Child:
     status: int | None = None  # wait status of the job's own process, once reaped
     cancelled: bool = False
     background: bool = False
+    cores: int = 1  # 2 while its draft export may run in a fork beside its plain export (beside.py)
     timed_out: bool = False
     closed_pipe: bool = False  # its pipe closed while the process kept running
     memory_used: int = 0  # bytes of the whole tree when it went over its cap
@@ -297,13 +298,14 @@ class Zygote:
 
     def refill(self) -> None:
         """Keep SPARES warm children forked ahead, warming one at a time on a free core: never on
-        the core of a job somebody waits for (on a one-core machine, only while none runs), and
+        the cores of jobs somebody waits for (two for a job with draft export beside its plain
+        export; on a one-core machine, only while none runs), and
         not beside the first jobs of a cold start, before any spare was ready (the first squiggle:
         its own copy-on-write faults need the machine). Background jobs do not count: they give
         way (lower priority)."""
         if len(self.spares) >= SPARES or any(not s.ready for s in self.spares):
             return
-        waited_for = sum(1 for c in self.children.values() if not (c.background or c.killed or c.ended))  # ended: only exiting
+        waited_for = sum(c.cores for c in self.children.values() if not (c.background or c.killed or c.ended))  # ended: only exiting
         if waited_for >= self.cores or (waited_for and not self.served_warm):
             return
         self.fork_spare()
@@ -393,6 +395,7 @@ class Zygote:
             proc.stdin.close()
             child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
         child.background = background
+        child.cores = 2 if request.get("job", {}).get("draft_beside") else 1
         self.served_warm = self.served_warm or spare is not None
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
