@@ -662,7 +662,10 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     import torch
 
-    _fresh_rng = torch.random.get_rng_state()
+    try:
+        _fresh_rng = torch.random.get_rng_state()
+    except Exception:  # a torch without it (or a stand-in): jobs keep whatever state they have
+        _fresh_rng = None
     _child_threads = torch.get_num_threads()
     torch.set_num_threads(1)  # before any op: no OpenMP pool in the zygote, ever
     imported = time.perf_counter() - started
