@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 Emit = Callable[[dict[str, Any]], None]
-# the fork's own work: (emit, event to fill) → the recorder's values (the locals torch saw)
-Work = Callable[[Emit, dict[str, Any]], dict[str, Any]]
+# the fork's own work: draft export, emitting through the first argument and filling the event in the second
+Work = Callable[[Emit, dict[str, Any]], None]
 
 
 def cores() -> int:
@@ -44,11 +44,7 @@ class Beside:
     @classmethod
     def start(cls, work: Work) -> Beside | None:
         """Fork and run `work` in the fork; None where fork is unavailable."""
-        for stream in (sys.stdout, sys.stderr):  # what the parent printed must not be written twice
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        _flush_output()  # what the parent printed must not be written twice
         r, w = os.pipe()
         try:
             pid = os.fork()
@@ -63,7 +59,7 @@ class Beside:
         return cls(pid, r)
 
     def take(self) -> dict[str, Any] | None:
-        """Wait for the fork's result: {"event": fields, "emitted": [events], "values": {...}}, or None
+        """Wait for the fork's result: {"event": fields, "emitted": [events]}, or None
         when it died without one (the caller then runs draft export itself)."""
         chunks = []
         try:
@@ -99,20 +95,24 @@ def _run_in_fork(work: Work, fd: int) -> None:
         torch.set_num_threads(1)
         emitted: list[dict[str, Any]] = []
         event: dict[str, Any] = {}
-        values = work(emitted.append, event)
-        data = json.dumps({"event": event, "emitted": emitted, "values": values}, default=str).encode()
+        work(emitted.append, event)
+        data = json.dumps({"event": event, "emitted": emitted}, default=str).encode()
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
     except BaseException:
         code = 70
     finally:
-        for stream in (sys.stdout, sys.stderr):  # the user's prints during draft export: to the job's log
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        _flush_output()  # the user's prints during draft export: to the job's log
         os._exit(code)
+
+
+def _flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def _reap(pid: int) -> None:

@@ -287,13 +287,10 @@ class Recorder:
                 raise verdict.exc from None
         return ep
 
-    def _draft_in_fork(
-        self, head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _draft_in_fork(self, head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]) -> None:
         """Draft export in the fork beside plain export (`beside.py`): what it emits is buffered there."""
         self.emit = emit
         self._draft_run(event, head, mod, args, kwargs, options, plain_ok=False)
-        return dict(self.values)
 
     def _take_from_fork(self, event: dict[str, Any], taken: dict[str, Any], *, plain_ok: bool) -> None:
         """The fork's draft export as if it had run here, after plain export: its events in order,
@@ -304,7 +301,7 @@ class Recorder:
         if "draft_crash" in fields:  # the fork could not know plain export's verdict
             fields["draft_crash"] = {**fields["draft_crash"], "plain_export": "ok" if plain_ok else "failed"}
         if "values" in fields:
-            fields["values"] = {**self.values, **taken["values"]}
+            fields["values"] = {**self.values, **fields["values"]}
         event.update(fields)
 
     def _draft_run(self, event: dict[str, Any], head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], *, plain_ok: bool) -> Any:
