@@ -240,7 +240,11 @@ def test_the_memory_cap_counts_the_whole_process_tree(project: Path, token: str)
 
 
 def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str) -> None:
-    """Five files at once with jobs=2: never more than two run together, the first two asked first."""
+    """Five files at once with jobs=2: never more than two run together, and every one runs.
+
+    Which two go first is not asserted: each file is planned in a thread before it asks for a slot, so the
+    order slots are asked in is the order plans finish (FIFO slots themselves: test_worker_client).
+    """
     log = project / "intervals.log"
     paths = []
     for i in range(5):
@@ -269,11 +273,7 @@ def test_no_more_jobs_at_once_than_the_setting_allows(project: Path, token: str)
         running += 1 if kind == "start" else -1
         most = max(most, running)
     assert most <= 2
-    starts = [i for _, kind, i in events if kind == "start"]
-    # a later job gets a slot only when one of the first two asked has ended, so one of those starts first; the
-    # strict order is test_worker_client's (FIFO slots): on a loaded machine job 1 may reach its first line after
-    # job 0 ended and job 2 began
-    assert starts[0] in (0, 1)
+    assert sorted(i for _, kind, i in events if kind == "start") == [0, 1, 2, 3, 4]
 
 
 def _serve(token: str) -> subprocess.Popen[bytes]:
