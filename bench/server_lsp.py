@@ -78,8 +78,9 @@ class Client:
             raise RuntimeError(msg["error"])
         return time.perf_counter() - t0, msg.get("result")
 
-    def wait(self, pred: Any, timeout: float = 120) -> tuple[float, dict[str, Any]]:
-        """The first message matching `pred`; answers the server's own requests meanwhile."""
+    def wait(self, pred: Any, timeout: float = 120, *, since: float = 0.0) -> tuple[float, dict[str, Any]]:
+        """The first message matching `pred` received at or after `since` (perf_counter; earlier ones
+        are passed over); answers the server's own requests meanwhile."""
         deadline = time.perf_counter() + timeout
         while True:
             left = deadline - time.perf_counter()
@@ -88,7 +89,7 @@ class Client:
             t, msg = self.inbox.get(timeout=left)
             if "method" in msg and "id" in msg:
                 self.send({"jsonrpc": "2.0", "id": msg["id"], "result": [None] if msg["method"] == "workspace/configuration" else None})
-            if pred(msg):
+            if t >= since and pred(msg):
                 return t, msg
 
     def initialize(self, root: Path, *, trusted: bool = True, settings: dict[str, Any] | None = None) -> float:

@@ -73,8 +73,9 @@ def _warm_up() -> float:
     """One tiny plain export (a guard on a dynamic size) pays torch's lazy start-up once.
 
     Every export target runs the user's plain `torch.export.export` first (docs/torch-facts.md §9),
-    so that is the path to warm; draft export's own first call then costs about 0.1 s more in the
-    jobs that need it. Raises when torch cannot export at all; the caller carries on cold.
+    so that is the path to warm (a spare repeats it to pay fork's copy-on-write faults); the zygote
+    also walks a failing target's path once (`_warm_failure_paths`). Raises when torch cannot export
+    at all; the caller carries on cold.
     """
     import torch
 
@@ -106,6 +107,49 @@ def _try_warm_up() -> tuple[float, str | None]:
         error = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         print(f"exportlens worker: warm-up failed, serving without it: {error}", file=sys.stderr, flush=True)
         return time.perf_counter() - started, error
+
+
+def _warm_failure_paths() -> None:
+    """Walk once, here, the path of a target whose export fails, so every child inherits it warm.
+
+    A plain export that stops on a data-dependent guard formats a traceback through some 60 torch
+    files: without this each failing job read them into `linecache` again (≈20 ms of its first
+    finding). Draft export past that guard pays its own first-call set-up (≈25 ms per job). Both
+    cost ≈0.1 s once at start-up. torch's report of them goes nowhere; a torch that cannot do either
+    only stays colder (docs/torch-facts.md §9).
+    """
+    import torch
+
+    class Branch(torch.nn.Module):
+        def forward(self, x: Any) -> Any:
+            if x.item() > 1:
+                return x + 1
+            return x - 1
+
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    saved = [os.dup(1), os.dup(2)]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd in (1, 2):  # torch logs draft export's report and the guard it went past: not the user's
+        os.dup2(quiet, fd)
+    try:
+        from exportlens.worker import capture
+
+        for export in (torch.export.export, getattr(torch.export, "draft_export", None)):
+            try:
+                if export is not None:
+                    export(Branch(), (torch.tensor(3),))
+            except Exception as exc:
+                capture.exception_info(exc)  # what a failing job formats: its source lines
+    except Exception:
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, old in zip((1, 2), saved, strict=True):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(quiet)
 
 
 def _preimport_job() -> None:
@@ -671,6 +715,10 @@ def main(argv: list[str]) -> int:
     imported = time.perf_counter() - started
     warm, warm_error = (0.0, None) if "--no-warmup" in argv else _try_warm_up()
     _preimport_job()
+    if warm_error is None and "--no-warmup" not in argv:
+        started = time.perf_counter()
+        _warm_failure_paths()
+        warm += time.perf_counter() - started
     gc.collect()
     gc.freeze()  # children's collections then skip torch's objects: no copy-on-write storm per job
     zygote = Zygote(protocol)
