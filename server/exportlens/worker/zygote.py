@@ -109,14 +109,14 @@ def _try_warm_up() -> tuple[float, str | None]:
         return time.perf_counter() - started, error
 
 
-def _warm_failure_paths() -> None:
+def _warm_failure_paths() -> float:
     """Walk once, here, the path of a target whose export fails, so every child inherits it warm.
 
     A plain export that stops on a data-dependent guard formats a traceback through some 60 torch
     files: without this each failing job read them into `linecache` again (≈20 ms of its first
     finding). Draft export past that guard pays its own first-call set-up (≈25 ms per job). Both
     cost ≈0.1 s once at start-up. torch's report of them goes nowhere; a torch that cannot do either
-    only stays colder (docs/torch-facts.md §9).
+    only stays colder (docs/torch-facts.md §9). Returns the seconds it took.
     """
     import torch
 
@@ -126,6 +126,7 @@ def _warm_failure_paths() -> None:
                 return x + 1
             return x - 1
 
+    started = time.perf_counter()
     quiet = os.open(os.devnull, os.O_WRONLY)
     saved = [os.dup(1), os.dup(2)]
     sys.stdout.flush()
@@ -133,9 +134,9 @@ def _warm_failure_paths() -> None:
     for fd in (1, 2):  # torch logs draft export's report and the guard it went past: not the user's
         os.dup2(quiet, fd)
     try:
-        from exportlens.worker import capture
+        from exportlens.worker import capture, compat
 
-        for export in (torch.export.export, getattr(torch.export, "draft_export", None)):
+        for export in (torch.export.export, compat.draft_export(torch.export)):
             try:
                 if export is not None:
                     export(Branch(), (torch.tensor(3),))
@@ -150,6 +151,7 @@ def _warm_failure_paths() -> None:
             os.dup2(old, fd)
             os.close(old)
         os.close(quiet)
+    return time.perf_counter() - started
 
 
 def _preimport_job() -> None:
@@ -716,9 +718,7 @@ def main(argv: list[str]) -> int:
     warm, warm_error = (0.0, None) if "--no-warmup" in argv else _try_warm_up()
     _preimport_job()
     if warm_error is None and "--no-warmup" not in argv:
-        started = time.perf_counter()
-        _warm_failure_paths()
-        warm += time.perf_counter() - started
+        warm += _warm_failure_paths()
     gc.collect()
     gc.freeze()  # children's collections then skip torch's objects: no copy-on-write storm per job
     zygote = Zygote(protocol)
