@@ -222,3 +222,37 @@ def test_server_handlers_do_not_tell_notebooks_from_files() -> None:
             if re.search(r"notebook|ipynb|\bcell", text, re.I):
                 offenders.append(f"{fn.name}: {text}")
     assert offenders == []
+
+
+# -- small rooms ----------------------------------------------------------------------------------
+
+RUNS_PARTS = ("runs.py", "gate.py", "engines.py", "publisher.py", "plans.py")  # lsp/runs.py and the parts split from it
+
+
+def test_runs_and_each_part_split_from_it_stay_under_300_lines() -> None:
+    sizes = {name: len((PACKAGE / "lsp" / name).read_text(encoding="utf-8").splitlines()) for name in RUNS_PARTS}
+    assert {name: n for name, n in sizes.items() if n >= 300} == {}
+
+
+def test_the_server_never_changes_an_engine_in_place() -> None:
+    """A settings change builds a new engine (`Engines.current`): `EngineSettings` is frozen, and
+    nothing outside engine.py resizes an engine's worker."""
+    import dataclasses
+
+    from exportlens.engine import EngineSettings
+
+    assert EngineSettings.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    try:
+        EngineSettings().timeout = 1.0  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("EngineSettings can be changed in place")
+    resized = [s for s in _source_lines(r"\.slots\.size\s*=[^=]") if not s.startswith("engine.py:")]
+    assert resized == []
+
+
+def test_the_interpreter_is_resolved_in_one_place() -> None:
+    """The worker's interpreter (the front end's choice, else pyproject's `python`) is chosen only in
+    `EngineSettings.resolved`."""
+    assert [s.split(":")[0] for s in _source_lines(r"\bor\s+\w+\.python\b")] == ["engine.py"]

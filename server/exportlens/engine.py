@@ -30,8 +30,10 @@ from exportlens.targets import FileTargets
 from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, default_jobs
 
 
-@dataclass
+@dataclass(frozen=True)
 class EngineSettings:
+    """What one engine runs with; frozen: other settings are another engine (`Engine.with_settings`)."""
+
     python: str | None = None  # the interpreter with the user's torch; None = this one
     timeout: float = 120.0  # seconds per job
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
@@ -168,10 +170,21 @@ def _site(d: Diagnostic) -> tuple[str, int, str]:
 
 
 class Engine:
-    def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None, worker: WorkerClient | None = None) -> None:
         self.settings = settings or EngineSettings()
-        self.worker = WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
+        self.worker = worker or WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
         self._needed_draft: set[str] = set()  # files whose last run needed a draft export that took long (worker/beside.py)
+
+    def with_settings(self, settings: EngineSettings) -> Engine:
+        """An engine for other settings of the same interpreter: it shares this one's worker (a cold
+        worker is seconds of importing torch) and what it learnt of the files' draft exports; this
+        one keeps its settings for the runs in flight on it."""
+        if settings.python != self.settings.python:
+            raise ValueError("another interpreter needs another worker: build a new Engine")
+        new = Engine(settings, worker=self.worker)
+        new._needed_draft = self._needed_draft
+        self.worker.slots.size = max(1, settings.jobs)
+        return new
 
     def draft_beside_for(self, path: str) -> bool:
         """Whether a run of `path` now starts draft export in a fork beside plain export (worker/beside.py):

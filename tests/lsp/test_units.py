@@ -52,7 +52,7 @@ class _Doc:
 
 
 class _Host:
-    """Just enough of the server for Runs to read the editor's text."""
+    """Just enough of the server for the publisher to read the editor's text."""
 
     def __init__(self, path: str, text: str, version: int) -> None:
         self.uri = f"file://{path}"
@@ -62,11 +62,11 @@ class _Host:
 
 def test_line_maps_are_keyed_by_the_texts_not_the_version() -> None:
     """Two runs at the same editor version (a half-written file, then the real one) must not share a map."""
-    from exportlens.lsp.runs import OwnerResult, Runs
+    from exportlens.lsp.publisher import OwnerResult, Publisher
     from exportlens.model import ERROR, Diagnostic
 
     path = "/ws/m.py"
-    runs = Runs(_Host(path, TEXT, 3))  # type: ignore[arg-type]
+    runs = Publisher(_Host(path, TEXT, 3))  # type: ignore[arg-type]
     diag = Diagnostic(path, Range.of(5, 11, 5, 16), ERROR, "data-dependent-guard", "n > 2", "m")
     runs.results[path] = OwnerResult(path, [diag], [], {path: ""}, 0.0)  # analysed an empty file
     assert runs.diagnostics_in(path) == []  # nothing of it can be placed on the editor's text
@@ -83,3 +83,42 @@ def test_a_long_file_maps_in_linear_time() -> None:
     lm = line_map(old, new)
     assert lm.range(Range.of(19_000, 0, 19_000, 4)) == Range.of(19_001, 0, 19_001, 4)
     assert time.perf_counter() - started < 2.0  # difflib over all of it took seconds
+
+
+class _SettingsHost:
+    """Just enough of the server for the engine adapter: its settings and a workspace without a folder."""
+
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.workspace = type("W", (), {"root_path": None})()
+
+    def log_worker(self, line: str) -> None:
+        pass
+
+
+def test_a_settings_change_builds_a_new_engine_on_the_same_worker() -> None:
+    """An engine is never changed in place: other settings mean another engine, and for the same
+    interpreter it keeps the worker (a cold one is seconds); another interpreter gets its own."""
+    import asyncio
+    import sys
+
+    from exportlens.lsp.engines import Engines
+
+    async def scenario() -> None:
+        host = _SettingsHost()
+        engines = Engines(host)  # type: ignore[arg-type]
+        first = engines.current()
+        assert engines.current() is first  # nothing changed: the same engine
+        host.settings = Settings.parse({"timeoutSeconds": 30, "compileBackend": "inductor", "jobs": 3})
+        second = engines.current()
+        assert second is not first and second.worker is first.worker
+        assert (first.settings.timeout, first.settings.compile_backend) == (120.0, "eager")  # the runs in flight on it keep theirs
+        assert (second.settings.timeout, second.settings.compile_backend, second.settings.jobs) == (30.0, "inductor", 3)
+        assert second.worker.slots.size == 3 and not engines.superseded(first)
+        host.settings = Settings.parse({"interpreter": sys.executable}, host.settings)
+        third = engines.current()
+        assert third.worker is not second.worker and engines.superseded(second)
+        await engines.close()
+        assert first.worker.closed and third.worker.closed
+
+    asyncio.run(scenario())

@@ -89,7 +89,7 @@ class Actions:
     async def fixes(self, diag: Diagnostic, owner: str) -> list[Fix]:
         """The fixes of a diagnostic of `owner`'s run, computed once per text (asked before they
         were precomputed, its place's are precomputed now, off the event loop)."""
-        doc = self.ls.runs.document_of(owner)
+        doc = self.ls.runs.plans.document_of(owner)
         pending = self.pending.get(_key(diag, doc))
         if pending is not None:  # being precomputed right now: wait for it rather than compute twice
             await asyncio.shield(pending)
@@ -100,7 +100,7 @@ class Actions:
 
     async def warm(self, paths: list[str]) -> None:
         """Compute the fixes of fresh diagnostics in open places off the event loop."""
-        snapshot = {p: t for p in self.ls.open_docs if (t := self.ls.runs.current_text(p)[0]) is not None}
+        snapshot = {p: t for p in self.ls.open_docs if (t := self.ls.runs.publisher.current_text(p)[0]) is not None}
 
         def read(path: str) -> str | None:
             return snapshot[path] if path in snapshot else read_disk(path)
@@ -111,8 +111,8 @@ class Actions:
             if current is None:
                 continue
             sha = text_hash(current)
-            for d, dsha, owner in self.ls.runs.diagnostics_in(path):
-                doc = self.ls.runs.document_of(owner)
+            for d, dsha, owner in self.ls.runs.publisher.diagnostics_in(path):
+                doc = self.ls.runs.plans.document_of(owner)
                 if dsha == sha and self.cache.get(d, doc, read) is None:
                     todo.append((d, doc))
         futures = {}
@@ -148,15 +148,15 @@ class Actions:
 
     def read(self, path: str) -> str | None:
         """The current text of a file: the open document's, else the disk's."""
-        text, _ = self.ls.runs.current_text(path)
+        text, _ = self.ls.runs.publisher.current_text(path)
         return text if text is not None else read_disk(path)
 
     def _still_analysed(self, owner: str, fix: Fix) -> bool:
         """Every text the fix edits is the one `owner`'s run analysed, where the run saw it."""
         for e in fix.edits:
             where = place(e.file, e.cell)
-            analysed = self.ls.runs.analysed_text(owner, where)
-            if analysed is not None and self.ls.runs.current_text(where)[0] not in (None, analysed):
+            analysed = self.ls.runs.publisher.analysed_text(owner, where)
+            if analysed is not None and self.ls.runs.publisher.current_text(where)[0] not in (None, analysed):
                 return False
         return True
 
@@ -172,7 +172,7 @@ class Actions:
         if found or params.context.diagnostics:
             return found
         want = params.range
-        for diag, sha, owner in self.ls.runs.diagnostics_in(path):
+        for diag, sha, owner in self.ls.runs.publisher.diagnostics_in(path):
             r = diag.range
             if (r.start.line, r.start.character) <= (want.end.line, want.end.character) and (want.start.line, want.start.character) <= (
                 r.end.line,
@@ -191,7 +191,7 @@ class Actions:
         path = self.ls.place_of(uri)
         if path is None:
             return []
-        text, version = self.ls.runs.current_text(path)
+        text, version = self.ls.runs.publisher.current_text(path)
         current = text if text is not None else self.read(path)
         if current is None:
             return []
@@ -245,7 +245,7 @@ class Actions:
         if path is None:
             raise JsonRpcInvalidParams(message="quick fixes are not available")
         fixes = await self.fixes(diag, owner)
-        text, version = self.ls.runs.current_text(path)  # after the await: the newest version
+        text, version = self.ls.runs.publisher.current_text(path)  # after the await: the newest version
         current = text if text is not None else self.read(path)
         if version != data.get("version") or current is None or text_hash(current) != data.get("sha"):
             raise JsonRpcContentModified(message="The document changed since this fix was offered; ask for fixes again")
@@ -264,7 +264,7 @@ class Actions:
             by_place.setdefault(place(e.file, e.cell), []).append(types.TextEdit(range=lsp_range(e.range), new_text=e.new_text))
         changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
         for where, edits in by_place.items():
-            _, version = self.ls.runs.current_text(where)
+            _, version = self.ls.runs.publisher.current_text(where)
             uri = self.ls.open_docs.get(where) or uri_of(where)
             changes.append(types.TextDocumentEdit(text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version), edits=list(edits)))
         return types.WorkspaceEdit(document_changes=changes)

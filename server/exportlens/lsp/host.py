@@ -21,20 +21,8 @@ from exportlens.lsp.settings import Settings
 from exportlens.model import Diagnostic, Fix
 
 
-class TextsView(Protocol):
-    """The editor's texts and the published diagnostics, as the runs keep them."""
-
-    def current_text(self, path: str) -> tuple[str | None, int | None]: ...
-
-    def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]: ...
-
-    def analysed_text(self, owner: str, path: str) -> str | None: ...
-
-    def document(self, path: str, text: str | None = None) -> Document: ...
-
-    def document_of(self, owner: str) -> Document: ...
-
-    def engine(self) -> Engine: ...
+class GateView(Protocol):
+    """What somebody waits for (`lsp/gate.py`)."""
 
     @property
     def busy(self) -> bool:
@@ -48,6 +36,46 @@ class TextsView(Protocol):
     def when_quiet(self, work: Callable[[], None]) -> None:
         """Call `work` once no run has been in flight for a moment (background work)."""
         ...
+
+
+class EnginesView(Protocol):
+    """The engine for the current settings (`lsp/engines.py`)."""
+
+    def current(self) -> Engine: ...
+
+
+class PublishedView(Protocol):
+    """The editor's texts and the published diagnostics (`lsp/publisher.py`)."""
+
+    def current_text(self, path: str) -> tuple[str | None, int | None]: ...
+
+    def diagnostics_in(self, path: str) -> list[tuple[Diagnostic, str | None, str]]: ...
+
+    def analysed_text(self, owner: str, path: str) -> str | None: ...
+
+
+class PlansView(Protocol):
+    """Documents as the editor has them (`lsp/plans.py`)."""
+
+    def document(self, path: str, text: str | None = None) -> Document: ...
+
+    def document_of(self, owner: str) -> Document: ...
+
+
+class RunsView(Protocol):
+    """The runs' parts, as the features see them (`lsp/runs.py`)."""
+
+    @property
+    def gate(self) -> GateView: ...
+
+    @property
+    def engines(self) -> EnginesView: ...
+
+    @property
+    def publisher(self) -> PublishedView: ...
+
+    @property
+    def plans(self) -> PlansView: ...
 
 
 class FixWarmer(Protocol):
@@ -86,7 +114,7 @@ class Host(Protocol):
     def client_capabilities(self) -> types.ClientCapabilities: ...
 
     @property
-    def runs(self) -> TextsView: ...
+    def runs(self) -> RunsView: ...
 
     @property
     def actions(self) -> FixWarmer: ...

@@ -22,11 +22,11 @@ def code_lenses(runs: Runs, where: str, run_command: str, make_command: str) -> 
     owner = split_place(where)[0]
     if not owner.endswith(SUFFIXES):
         return []
-    found, _ = runs.plan(owner)
+    found, _ = runs.plans.plan(owner)
     if found is None:
         return []
-    mapper = runs.document(owner).mapper
-    res = runs.results.get(owner)
+    mapper = runs.plans.document(owner).mapper
+    res = runs.publisher.results.get(owner)
     arguments = [runs.ls.open_docs.get(owner) or uri_of(owner)]
     lenses = []
     for t in found.targets:

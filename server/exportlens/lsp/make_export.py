@@ -43,7 +43,7 @@ def workspace_edit(ls: Host, changed: dict[str, tuple[str, str]], label: str, de
     annotated = _annotations_supported(ls)
     changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
     for path, (old, new) in sorted(changed.items()):
-        _, version = ls.runs.current_text(path)
+        _, version = ls.runs.publisher.current_text(path)
         edits: list[types.TextEdit | types.AnnotatedTextEdit | types.SnippetTextEdit] = []
         for e in line_edits(path, old, new):
             if annotated:
@@ -72,13 +72,13 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     if path is None or not os.path.isfile(path):
         tell("ExportLens: Make it export needs a Python file (pass its URI).", types.MessageType.Warning)
         return {"applied": False, "passes": False, "reason": "no file"}
-    if ls.runs.document(path).script != path:  # a notebook runs in parts: its fixes are the quick fixes on its cells
+    if ls.runs.plans.document(path).script != path:  # a notebook runs in parts: its fixes are the quick fixes on its cells
         tell("ExportLens: Make it export edits Python files; apply a notebook's fixes with the quick fixes on its cells.", types.MessageType.Warning)
         return {"applied": False, "passes": False, "reason": "not a Python file"}
     options = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
     assume = bool(options.get("assume", False))
-    with ls.runs.foreground():  # somebody waits for this: verification stops until it is done
-        outcome = await make_exportable(ls.runs.engine(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)
+    with ls.runs.gate.foreground():  # somebody waits for this: verification stops until it is done
+        outcome = await make_exportable(ls.runs.engines.current(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)
     summary = outcome.summary()
     answer: dict[str, Any] = {
         "passes": outcome.passes,

@@ -31,7 +31,7 @@ class Notebooks:
         path = path_of(uri)
         if path is not None:
             self.ls.open_docs[path] = uri
-            self.track(self.ls.runs.document_of(path))
+            self.track(self.ls.runs.plans.document_of(path))
         return path
 
     def changed(self, uri: str) -> None:

@@ -157,7 +157,7 @@ class ExportLensServer(LanguageServer):
         if self.settings != before:
             self.log(f"settings: {vars(self.settings)}")
             if self.trusted and self.settings.interpreter != before.interpreter:
-                self.background(self.runs.warm_up())
+                self.background(self.runs.engines.warm_up())
 
     def place_of(self, uri: str) -> str | None:
         """The place a URI shows: a file's path, or the notebook cell it is synced as (None: neither)."""
@@ -180,7 +180,7 @@ class ExportLensServer(LanguageServer):
             self.tell_untrusted()
             return
         self.verification.cancel_touching(path, "saved")
-        for owner in self.runs.owners_for_save(path):
+        for owner in self.runs.plans.owners_for_save(path):
             self.run_file_soon(owner)
 
     async def run_command(self, args: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -192,7 +192,7 @@ class ExportLensServer(LanguageServer):
                 raise ValueError(f"{RUN_COMMAND} expects a file URI, got {args[0]!r}")
             summary = await self.runs.run_paths([path], explicit=True)
         else:
-            owners = self.runs.workspace_owners()
+            owners = self.runs.plans.workspace_owners()
             if not owners:
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message="ExportLens found no export target in this workspace."))
                 return RunSummary([], 0, []).to_json() | {"ran": False}
@@ -231,7 +231,7 @@ def register_lifecycle(server: ExportLensServer) -> None:
                 ls.trusted = opts["trusted"]
             ls.apply_settings(opts.get("settings"))
         if ls.trusted:  # torch imports while the editor is still starting (opening files, asking settings)
-            ls.background(ls.runs.warm_up())
+            ls.background(ls.runs.engines.warm_up())
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: ExportLensServer, params: types.InitializedParams) -> None:
@@ -264,12 +264,12 @@ def register_documents(server: ExportLensServer) -> None:
         if path is None or not _is_python(doc.uri, doc.language_id):
             return
         ls.open_docs[path] = doc.uri
-        ls.runs.republish(path)  # re-place them on the text the editor has
+        ls.runs.publisher.republish(path)  # re-place them on the text the editor has
         if not ls.trusted or ls.settings.run != RUN_ON_SAVE:
             return
-        if not ls.runs.worth_running(path, doc.text):
+        if not ls.runs.plans.worth_running(path, doc.text):
             return
-        done = ls.runs.results.get(path)
+        done = ls.runs.publisher.results.get(path)
         if done is None or done.texts.get(path) != doc.text:
             ls.run_file_soon(path)
 
@@ -300,7 +300,7 @@ def register_notebooks(server: ExportLensServer) -> None:
     def notebook_did_open(ls: ExportLensServer, params: types.DidOpenNotebookDocumentParams) -> None:
         path = ls.notebooks.opened(params.notebook_document.uri)
         if path is not None:
-            ls.runs.republish(path)  # the cells have new URIs: show the last result on them
+            ls.runs.publisher.republish(path)  # the cells have new URIs: show the last result on them
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(ls: ExportLensServer, params: types.DidChangeNotebookDocumentParams) -> None:
@@ -342,9 +342,9 @@ def register_hover(server: ExportLensServer) -> None:
         path = ls.place_of(params.text_document.uri)
         if path is None:
             return None
-        await ls.runs.prepare(path)
-        text, _ = ls.runs.current_text(path)
-        diags = (diag for diag, _sha, _owner in ls.runs.diagnostics_in(path))
+        await ls.runs.publisher.prepare(path)
+        text, _ = ls.runs.publisher.current_text(path)
+        diags = (diag for diag, _sha, _owner in ls.runs.publisher.diagnostics_in(path))
         return hover_at(diags, params.position, lambda d: hover_markdown(d, text, ls.verification.for_hover(d)))
 
 
@@ -401,8 +401,8 @@ def register_commands(server: ExportLensServer) -> None:
         if path is None or not os.path.isfile(path):
             tell("ExportLens: Save op profiles needs a Python file (pass its URI).", types.MessageType.Warning)
             return {"saved": False, "reason": "no file"}
-        with ls.runs.foreground():
-            result = await ls.runs.engine().check_file(path, save_op_profiles=True)
+        with ls.runs.gate.foreground():
+            result = await ls.runs.engines.current().check_file(path, save_op_profiles=True)
         written = [p for p in result.op_profiles if p.get("file")]
         if written:
             files = ", ".join(os.path.basename(p["file"]) for p in written)

@@ -1,7 +1,7 @@
 """Verified quick fixes in the editor: after a run is published, each fix is re-run in memory.
 
 Verification is background work: it starts only once the run's diagnostics are published and no
-run (nor a command that runs targets) has been in flight for a moment (`Runs.when_quiet`), so it
+run (nor a command that runs targets) has been in flight for a moment (`Gate.when_quiet`), so it
 never delays one. A run that begins
 preempts every verification at once: its worker jobs are killed, not awaited (`WorkerClient.
 preempt`), and it starts over once no run is in flight. An edit or save of a file a run covered
@@ -104,9 +104,9 @@ class FixVerification:
 
     def resume(self) -> None:
         """No run is in flight: start the verifications that wait once none has been for a
-        moment (`Runs.when_quiet`)."""
+        moment (`Gate.when_quiet`)."""
         if not self.closed and self.waiting:
-            self.ls.runs.when_quiet(self._start_waiting)
+            self.ls.runs.gate.when_quiet(self._start_waiting)
 
     def _start_waiting(self) -> None:
         if self.closed:
@@ -114,7 +114,7 @@ class FixVerification:
         budget = self.ls.settings.verify_budget_seconds
         for owner, run in list(self.waiting.items()):
             del self.waiting[owner]
-            run.engine = self.ls.runs.engine()
+            run.engine = self.ls.runs.engines.current()
             task = asyncio.ensure_future(self._verify(run, budget))
             self.tasks[owner] = task
             self.running[owner] = run
