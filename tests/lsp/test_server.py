@@ -4,6 +4,8 @@ VS Code's recorded client capabilities, on a copy of examples/ (one server for t
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -354,6 +356,52 @@ async def test_manual_mode_does_not_run_on_save(client: LanguageClient, ws: Path
     assert publishes_for(client, uri, since) == []
     client.set_configuration({"run": "onSave"}, section="exportlens")
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+
+
+def _zygotes() -> list[int]:
+    """The worker processes (zygotes) of this module's server, the child of this process that serves."""
+
+    def cmdline(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            return ""
+
+    def parent(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except OSError:
+            return ""
+
+    servers = {p for p in os.listdir("/proc") if p.isdigit() and parent(p) == str(os.getpid()) and "exportlens serve" in cmdline(p)}
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and parent(p) in servers and "exportlens.worker" in cmdline(p))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_a_settings_change_takes_effect_on_the_same_worker(client: LanguageClient, ws: Path) -> None:
+    """Other settings are a new engine (never one changed in place), and for the same interpreter it
+    keeps the warm worker: the new timeout holds, and no second zygote imported torch for it."""
+    uri = (ws / "clean" / "model.py").as_uri()
+    result = await run_command(client, uri)
+    assert (result["ran"], result["problems"]) == (True, 0)
+    before = _zygotes()
+    assert len(before) == 1
+    client.set_configuration({"timeoutSeconds": 5}, section="exportlens")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    try:
+        await wait_for(lambda: any("'timeout_seconds': 5.0" in m.message for m in client.log_messages), 30, "the new settings")
+        (ws / "slow_again").mkdir()
+        (ws / "slow_again" / "model.py").write_text(SLOW_MODEL)  # the cancel tests deleted slow/
+        slow = (ws / "slow_again" / "model.py").as_uri()
+        since = time.monotonic()
+        await run_command(client, slow)  # sleeps 60 s at import: the 5 s timeout ends it
+        pub = await next_publish(client, slow, since)
+        assert [d.code for d in pub.diagnostics] == ["worker-timeout"]
+        assert _zygotes() == before
+    finally:
+        (ws / "slow_again" / "model.py").unlink(missing_ok=True)
+        client.set_configuration({}, section="exportlens")
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
 
 
 async def test_interpreter_setting_reaches_the_worker(client: LanguageClient, ws: Path) -> None:
