@@ -199,6 +199,8 @@ class GraphBreakFinding(TypedDict):
     frames: list[FrameInfo]  # the user's stack, outermost first
     duplicate: bool
     fullgraph: NotRequired[bool]  # fullgraph=True: the call raised here
+    fallback: NotRequired["Fallback"]  # dynamo could not resume after this break and skipped the function
+    records: NotRequired[list[str]]  # torch's records of a fall-back: the break's and the fall-back's when both came
 
 
 class GuardFailure(TypedDict):
@@ -214,6 +216,26 @@ class Resumes(TypedDict):
 
     name: str
     line: int
+
+
+class SkippedFunction(TypedDict):
+    """The code dynamo gave up on (its `def`), which runs in eager mode from then on."""
+
+    name: str
+    qualname: str
+    file: str
+    line: int
+    resumes: NotRequired[Resumes]  # a resume function: the rest of this function after its break
+
+
+class Fallback(TypedDict, total=False):
+    """Dynamo's "Failed to handle graph break gracefully. Skipping the function and falling back to eager."
+    (docs/torch-facts.md §2.5): the function skipped, and the break that kept it from resuming, if another."""
+
+    function: SkippedFunction | None
+    why: str
+    why_explanation: str
+    why_context: str
 
 
 class RecompileFinding(TypedDict):
@@ -706,6 +728,8 @@ class GraphBreakData(_KnownBreak):
     advice: NotRequired[str]
     library_test_text: NotRequired[str]  # the library's source text under the break
     occurrences: NotRequired[int]
+    fallback: NotRequired[Fallback]  # dynamo then skipped the function (GraphBreakFinding.fallback)
+    records: NotRequired[list[str]]  # torch's own records of it
 
 
 class Change(TypedDict, total=False):

@@ -70,6 +70,13 @@ _BUILTIN = re.compile(r"builtin operator `(?P<name>[\w.]+)`")
 
 _UNHELPFUL_HINTS = ("Please report an issue to PyTorch.",)
 
+# Why dynamo could not resume after a break and skipped the function: the second break of its
+# fall-back record, by gb_type title, else that break's explanation (docs/torch-facts.md §2.5).
+_WHY_NO_RESUME = {
+    "graph break in loop": "graph breaks inside a for/while loop are not supported",
+    "Graph break under GenericContextWrappingVariable": "graph breaks inside this context manager are not supported",
+}
+
 
 def compile_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic]:
     out: list[Diagnostic] = []
@@ -126,13 +133,41 @@ def _break_fixes(finding: GraphBreakFinding, frame: Frame | None, event: TargetE
     return fixes
 
 
-def _break_text(finding: GraphBreakFinding, test: str) -> str:
+def _skipped(ctx: Context, finding: GraphBreakFinding) -> str:
+    """The function dynamo gave up on, as the message names it (a library's with its place)."""
+    fn = (finding.get("fallback") or {}).get("function")
+    if not fn:
+        return "the whole function"
+    resumes = fn.get("resumes")
+    name = f"the rest of `{resumes['name']}` (after line {resumes['line']})" if resumes else f"the whole function `{fn['qualname'] or fn['name']}`"
+    if fn["file"] and fn["line"] and not is_user(ctx, fn["file"]):
+        name += f" ({boundary.where(fn['file'], fn['line'])})"
+    return name
+
+
+def _fallback_text(ctx: Context, finding: GraphBreakFinding) -> str:
+    """What dynamo did about the break when it could not resume after it (docs/torch-facts.md §2.5):
+    it skipped the function, which now runs in eager mode on every call. Paired with the break's own
+    record, the graph split here first (in the function that called it)."""
+    fallback = finding.get("fallback") or {}
+    said = str(fallback.get("why") or "")
+    why = _WHY_NO_RESUME.get(said) or str(fallback.get("why_explanation") or said).split(". ", 1)[0].strip().rstrip(".")
+    why = f" because {why[0].lower()}{why[1:]}" if why else ""
+    skipped = _skipped(ctx, finding)
+    if len(finding.get("records") or []) > 1:
+        return f"It splits the graph here, and dynamo then skipped {skipped}{why}: nothing in it is compiled, it runs in eager mode on every call."
+    return f"Dynamo could not resume after it{why}, so it skipped {skipped}: nothing in it is compiled, it runs in eager mode on every call."
+
+
+def _break_text(ctx: Context, finding: GraphBreakFinding, test: str) -> str:
     kind = break_kind(finding)
     title = str(finding.get("title") or "an unsupported construct").rstrip(".")
     explanation = str(finding.get("explanation") or "").split("\n", 1)[0].strip()
     then = (
         "With fullgraph=True this is an error: the call raises here." if finding.get("fullgraph") else "It splits the graph here and runs this part in Python."
     )
+    if "fallback" in finding:
+        then = _fallback_text(ctx, finding)
     if kind == BRANCH:
         what = f"`{test}`" if test else "this condition"
         return f"Graph break: {what} depends on a tensor's values, so torch.compile cannot pick a branch while tracing. {then}"
@@ -161,7 +196,8 @@ def _library_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding,
     if lib_src is not None:
         lrng = placement.guard_range(lib_src, lib.line, set())[0] if break_kind(finding) == BRANCH else boundary.library_range(lib_src, lib)
         test = lib_src.text_of(lrng) if lrng.start.line == lrng.end.line else ""
-    message = _break_text(finding, test).replace("Graph break: ", f"Graph break inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): ", 1)
+    inside = f"Graph break inside the library {lib.package} ({lib.where()}, in `{lib.qualname}`): "
+    message = _break_text(ctx, finding, test).replace("Graph break: ", inside, 1)
     hints = _hints(finding)
     if hints:
         message += " Torch suggests (for the library's code): " + " ".join(h if h.endswith(".") else h + "." for h in hints)
@@ -197,11 +233,20 @@ def _library_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding,
             "library_test_text": test,
         },
     )
+    _fallback_data(finding, data)
     diag = new_diagnostic(ctx, b.frame.file, rng, "graph-break", message, related=related, data=data)
     if finding.get("fullgraph"):
         diag.severity = ERROR
         data["fullgraph"] = True
     return diag
+
+
+def _fallback_data(finding: GraphBreakFinding, data: GraphBreakData) -> None:
+    """Dynamo's fall-back in `data`: what it skipped and why, and torch's records (both, for a pair)."""
+    if "fallback" in finding:
+        data["fallback"] = finding["fallback"]
+    if finding.get("records"):
+        data["records"] = finding["records"]
 
 
 def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) -> Diagnostic:
@@ -231,7 +276,7 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
         test = src.text_of(rng) if rng.start.line == rng.end.line else ""
     else:
         file, rng = target_anchor(ctx)
-    message = _break_text(finding, test)
+    message = _break_text(ctx, finding, test)
     hints = _hints(finding)
     if hints:
         message += " Torch suggests: " + " ".join(h if h.endswith(".") else h + "." for h in hints)
@@ -263,6 +308,7 @@ def graph_break(ctx: Context, event: TargetEvent, finding: GraphBreakFinding) ->
         data["test_text"] = test
     if finding.get("fullgraph"):
         data["fullgraph"] = True
+    _fallback_data(finding, data)
     diag = new_diagnostic(ctx, file, rng, "graph-break", message, related=related, data=data)
     if finding.get("fullgraph"):  # the script stops here: not a slowdown but a failure
         diag.severity = ERROR

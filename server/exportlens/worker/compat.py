@@ -133,12 +133,8 @@ def graph_break_stack(frame: Any, extract_stack: Callable[[], Any], depth: int =
     `log_graph_break` itself falls back to. `frame` is the logging call's frame; None when no
     `log_graph_break` frame is on the stack (the record came from elsewhere).
     """
-    cur = frame
-    for _ in range(depth):
-        if cur is None or cur.f_code.co_name == "log_graph_break":
-            break
-        cur = cur.f_back
-    if cur is None or cur.f_code.co_name != "log_graph_break":
+    cur = _log_graph_break_frame(frame, depth)
+    if cur is None:
         return None
     for owner in (cur, cur.f_back):
         for value in owner.f_locals.values() if owner is not None else ():
@@ -149,6 +145,37 @@ def graph_break_stack(frame: Any, extract_stack: Callable[[], Any], depth: int =
         return list(extract_stack())
     except Exception:
         return None
+
+
+def graph_break_code(frame: Any, depth: int = 24) -> dict[str, Any] | None:
+    """The code object dynamo was compiling when it logged this graph break: the function it skips
+    and runs in eager mode when the record is its fall-back ("Failed to handle graph break
+    gracefully", docs/torch-facts.md §2.5). `code_options`, the first parameter of `log_graph_break`
+    in every release 2.8–2.14 (a module function in 2.8, a method from 2.9), holds the compiled
+    frame's `co_name`, `co_filename`, `co_firstlineno` (and `co_qualname` on Python 3.11+). None
+    when no `log_graph_break` frame is on the stack.
+    """
+    cur = _log_graph_break_frame(frame, depth)
+    options = cur.f_locals.get("code_options") if cur is not None else None
+    if not isinstance(options, dict) or not options.get("co_name"):
+        return None
+    name = str(options["co_name"])
+    return {
+        "name": name,
+        "qualname": str(options.get("co_qualname") or name),
+        "file": str(options.get("co_filename") or ""),
+        "line": int(options.get("co_firstlineno") or 0),
+    }
+
+
+def _log_graph_break_frame(frame: Any, depth: int) -> Any:
+    """The `log_graph_break` frame at or above `frame` (within `depth` frames), else None."""
+    cur = frame
+    for _ in range(depth):
+        if cur is None or cur.f_code.co_name == "log_graph_break":
+            break
+        cur = cur.f_back
+    return cur if cur is not None and cur.f_code.co_name == "log_graph_break" else None
 
 
 SHAPE_ENV_HOOKS = {"create_symbol": ("val", "source"), "_log_guard": ("prefix", "g"), "_set_replacement": ("a", "tgt", "msg")}

@@ -19,6 +19,10 @@ _BREAK_HEAD = re.compile(
     r"in user code at (?P<file>.+):(?P<line>\d+)\s*$"
 )
 GB_URL = re.compile(r"(?P<url>https?://\S+/(?P<gb>gb\d+)\.html)")
+# dynamo gave up on the function it was compiling: the break's own text follows, then, when another
+# break stopped it from resuming, that one after the marker (docs/torch-facts.md §2.5)
+FALLBACK = "Failed to handle graph break gracefully. Skipping the function and falling back to eager."
+_WHILE_HANDLING = "*** While handling this graph break, another graph break occurred: ***"
 _RECOMPILE_HEAD = re.compile(r"^Recompiling function (?P<name>\S+) in (?P<file>.+):(?P<line>\d+)\s*$")
 _FAILURE = re.compile(r"^\s*- (?P<id>\d+/\d+): (?P<text>.*)$")
 _LIMIT_HEAD = re.compile(r"hit config\.(?P<which>\w+) \((?P<limit>\d+)\)")
@@ -27,7 +31,8 @@ _LIMIT_REASON = re.compile(r"last reason: (?:(?P<id>\d+/\d+): )?(?P<text>.*)")
 
 
 def parse_graph_break(message: str) -> dict[str, Any] | None:
-    """A `__graph_breaks` record as a raw finding: reason, gb id, hints, user frames."""
+    """A `__graph_breaks` record as a raw finding: reason, gb id, hints, user frames; for dynamo's
+    fall-back record, the break it fell back from, with `fallback` saying why it could not resume."""
     lines = message.splitlines()
     if not lines:
         return None
@@ -38,12 +43,48 @@ def parse_graph_break(message: str) -> dict[str, Any] | None:
     reason_lines = lines[1:tb_at]
     if reason_lines and reason_lines[0].startswith("Graph Break Reason: "):
         reason_lines[0] = reason_lines[0][len("Graph Break Reason: ") :]
+    fallback: dict[str, Any] | None = None
+    if reason_lines and reason_lines[0].startswith(FALLBACK):
+        reason_lines = reason_lines[1:]
+        while reason_lines and not reason_lines[0].strip():
+            reason_lines = reason_lines[1:]
+        fallback = {}
+        if _WHILE_HANDLING in reason_lines:
+            at = reason_lines.index(_WHILE_HANDLING)
+            why = _reason_parts(reason_lines[at + 1 :])
+            reason_lines = reason_lines[:at]
+            fallback = {"why": why["title"], "why_explanation": why["explanation"], "why_context": why["context"]}
+    parts = _reason_parts(reason_lines)
+    url = GB_URL.search("\n".join(reason_lines)) or GB_URL.search(message)
+    frames = [f for f in parse_traceback(lines[tb_at + 1 :]) if outside(f["file"])]
+    header = {"file": os.path.abspath(head["file"]), "line": int(head["line"])}
+    out = {
+        "type": "graph-break",
+        "title": parts["title"],
+        "reason": "\n".join(ln.rstrip() for ln in reason_lines).strip(),
+        "explanation": parts["explanation"],
+        "hints": parts["hints"],
+        "debug_context": parts["context"],
+        "gb_id": url["gb"] if url else None,
+        "url": url["url"] if url else None,
+        "at": header,
+        "frames": frames or [header],
+        "duplicate": bool(head["dup"]),
+    }
+    if fallback is not None:
+        out["fallback"] = fallback
+    return out
+
+
+def _reason_parts(reason_lines: list[str]) -> dict[str, Any]:
+    """One break's text as dynamo formats it: its title (the gb_type, the line above "Explanation:"),
+    explanation, hints and developer context."""
     explain_at = next((i for i, ln in enumerate(reason_lines) if ln.strip().startswith("Explanation:")), None)
     if explain_at is not None:
         before = [ln.strip() for ln in reason_lines[:explain_at] if ln.strip()]
         title = before[-1] if before else ""
     else:
-        title = reason_lines[0].strip() if reason_lines else ""
+        title = next((ln.strip() for ln in reason_lines if ln.strip()), "")
     explanation: list[str] = []
     hints: list[str] = []
     context = ""
@@ -63,22 +104,7 @@ def parse_graph_break(message: str) -> dict[str, Any] | None:
             section = ""
         elif section == "explanation" and s:
             explanation.append(s)
-    url = GB_URL.search(message)
-    frames = [f for f in parse_traceback(lines[tb_at + 1 :]) if outside(f["file"])]
-    header = {"file": os.path.abspath(head["file"]), "line": int(head["line"])}
-    return {
-        "type": "graph-break",
-        "title": title,
-        "reason": "\n".join(ln.rstrip() for ln in reason_lines).strip(),
-        "explanation": "\n".join(explanation).strip(),
-        "hints": hints,
-        "debug_context": context,
-        "gb_id": url["gb"] if url else None,
-        "url": url["url"] if url else None,
-        "at": header,
-        "frames": frames or [header],
-        "duplicate": bool(head["dup"]),
-    }
+    return {"title": title, "explanation": "\n".join(explanation).strip(), "hints": hints, "context": context}
 
 
 def parse_recompile(message: str) -> dict[str, Any] | None:

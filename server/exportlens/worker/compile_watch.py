@@ -26,7 +26,7 @@ import torch
 
 from exportlens.worker import compat
 from exportlens.worker.compile_log import GB_URL, parse_graph_break, parse_limit, parse_recompile
-from exportlens.worker.frames import call_site, definition, live_stack, outside, parse_traceback, summary_json
+from exportlens.worker.frames import call_site, definition, live_stack, outside, parse_traceback, resumed, summary_json
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -109,6 +109,7 @@ class Watch:
         self.targets: dict[tuple[str, int], Target] = {}
         self.active: list[Target] = []
         self.handler = _Handler(self)
+        self.messages: dict[int, str] = {}  # a kept graph break's record, by id(finding): a fall-back keeps both
         self.original = torch.compile
         self.finished = False
 
@@ -205,8 +206,10 @@ class Watch:
             frames = dynamo_user_stack(sys._getframe(1))
             if frames:  # the whole stack, where the logged traceback collapsed it or left it out (a duplicate)
                 found["frames"] = frames
+            if "fallback" in found:
+                found["fallback"]["function"] = skipped_function(sys._getframe(1))
             target = self.current(found["at"])
-            if found["duplicate"] and any(f.get("type") == "graph-break" and f["at"] == found["at"] and f["title"] == found["title"] for f in target.findings):
+            if self.folded(target, found, record.getMessage()):
                 return
             target.add(found, self.emit)
         elif name == RECOMPILE_LOG:
@@ -221,6 +224,25 @@ class Watch:
                 return
             found["call_stack"] = live_stack(sys._getframe(1))
             self.current(found["code"]).add(found, self.emit)
+
+    def folded(self, target: Target, found: dict[str, Any], message: str) -> bool:
+        """Whether this record is one more record of a break the target already has: dynamo's
+        suppressed repeat of it, or its fall-back for it (the same break at the same place, reached
+        through the same frames: dynamo then skipped the function, docs/torch-facts.md §2.5), which
+        goes into the kept finding with both records. Another reason, place or path stays its own."""
+        for kept in target.findings:
+            if kept.get("type") != "graph-break" or kept["at"] != found["at"] or kept["title"] != found["title"] or _path(kept) != _path(found):
+                continue
+            if found["duplicate"]:
+                return True
+            if ("fallback" in kept) != ("fallback" in found):
+                kept.setdefault("fallback", found.get("fallback"))
+                kept["records"] = [self.messages.get(id(kept), ""), message]
+                return True
+        self.messages[id(found)] = message
+        if "fallback" in found:
+            found["records"] = [message]
+        return False
 
     def on_exception(self, target: Target, exc: BaseException) -> None:
         """`fullgraph=True` turns a break into an exception: keep it as a graph-break finding."""
@@ -295,9 +317,28 @@ def dynamo_user_stack(frame: Any) -> list[dict[str, Any]] | None:
     if not traced:
         return None
     above, inside = live_stack(frame), [fr for fr in (summary_json(s) for s in traced) if outside(fr["file"])]
-    if above and inside and (above[-1]["file"], above[-1]["name"]) == (inside[0]["file"], inside[0]["name"]):
+    compiling = compat.graph_break_code(frame)  # a `forward` calling another module's `forward` of the same file is two frames
+    resuming = compiling is None or resumed(compiling["name"]) is not None
+    if above and inside and resuming and (above[-1]["file"], above[-1]["name"]) == (inside[0]["file"], inside[0]["name"]):
         above.pop()  # the function calls its own resume function, which dynamo is tracing: one frame
     return above + inside
+
+
+def skipped_function(frame: Any) -> dict[str, Any] | None:
+    """The function dynamo gave up on when it logged its fall-back (runs in eager mode from now on);
+    a resume function is named by the function it continues."""
+    code = compat.graph_break_code(frame)
+    if code is None:
+        return None
+    code["file"] = os.path.abspath(code["file"]) if code["file"] and not code["file"].startswith("<") else code["file"]
+    resumes = resumed(code["name"])
+    if resumes is not None:
+        code["resumes"] = resumes
+    return code
+
+
+def _path(found: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(str(f.get("file")), int(f.get("line") or 0)) for f in found.get("frames") or []]
 
 
 def _backend_name(backend: Any) -> str:
