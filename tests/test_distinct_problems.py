@@ -127,5 +127,6 @@ def test_one_finding_per_distinct_site_in_torchs_logs(engine: SyncEngine) -> Non
     assert library == {
         f"{EXAMPLES}/library_project/compiled.py:compile at compiled.py:11": 1,
         f"{EXAMPLES}/library_project/recompiled.py:compile at recompiled.py:13": 7,  # 2 breaks, 5 recompiled functions
+        f"{EXAMPLES}/library_project/layerdrop.py:compile at layerdrop.py:16": 1,  # a break and dynamo's fall-back for it
         f"{EXAMPLES}/library_project/traced.py:trace at traced.py:18": 4,
     }

@@ -26,7 +26,7 @@ from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens import project
 from exportlens.fixes import registry
-from exportlens.model import INFORMATION, Diagnostic, Range
+from exportlens.model import INFORMATION, WARNING, Diagnostic, Range
 
 LIB_PROJECT = EXAMPLES / "library_project"
 SPEC = importlib.util.find_spec("minilib")
@@ -473,3 +473,52 @@ def test_a_recompile_says_what_changed_at_each_call(project: Path, engine: SyncE
     (d,) = engine.check(project / "model.py").diagnostics
     assert (d.code, rng(d.range), d.data["recompiles"]) == ("recompile", (3, 4, 3, 10), 2)
     assert "2 times: on the first, the size of dimension 0 of `boxes` changed (4 → 8). Then the number of dimensions of `boxes` changed (2 → 3)." in d.message
+
+
+def test_a_library_break_dynamo_falls_back_on_is_one_finding_that_names_the_skipped_function(engine: SyncEngine) -> None:
+    """minilib's LayerDrop branch is inside its loop over the layers, as in wav2vec2's encoder: dynamo logs
+    the break (tracing `train_step`), then "Failed to handle graph break gracefully. Skipping the function
+    and falling back to eager." for `LayerDropEncoder.forward` at the same line. One finding says both and
+    keeps both records (docs/torch-facts.md §2.5)."""
+    (d,) = engine.check(LIB_PROJECT / "layerdrop.py").diagnostics
+    assert (d.code, rng(d.range), d.severity) == ("graph-break", (11, 13, 11, 28), WARNING)  # hidden = model(features)
+    assert d.message.startswith(
+        "Graph break inside the library minilib (minilib/layerdrop.py:17, in `forward`): `not skip_the_layer` depends on a tensor's "
+        "values, so torch.compile cannot pick a branch while tracing. It splits the graph here, and dynamo then skipped the whole "
+        "function `LayerDropEncoder.forward` (minilib/layerdrop.py:13) because graph breaks inside a for/while loop are not "
+        "supported: nothing in it is compiled, it runs in eager mode on every call."
+    )
+    first, fallback = d.data["records"]
+    assert first.startswith(f"Graph break in user code at {MINILIB / 'layerdrop.py'}:17\nGraph Break Reason: Encountered graph break when attempting")
+    assert fallback.startswith(
+        f"Graph break in user code at {MINILIB / 'layerdrop.py'}:17\nGraph Break Reason: Failed to handle graph break gracefully. "
+        "Skipping the function and falling back to eager."
+    )
+    assert d.data["fallback"]["function"] == {"name": "forward", "qualname": "LayerDropEncoder.forward", "file": str(MINILIB / "layerdrop.py"), "line": 13}
+    assert d.data["fallback"]["why"] == "graph break in loop" and "occurrences" not in d.data
+    assert [(os.path.relpath(r.file, MINILIB), r.range.start.line) for r in d.related if r.file.startswith(str(MINILIB))] == [("layerdrop.py", 16), ("layerdrop.py", 31)]
+
+
+TWO_CALLS = """import torch
+from minilib.layerdrop import LayerDropModel
+
+model = LayerDropModel()
+
+
+def train_step(a, b):
+    first = model(a)
+    second = model(b)
+    return (first + second).mean()
+
+
+step = torch.compile(train_step)
+step(torch.rand(3, 4), torch.rand(3, 4))
+"""
+
+
+def test_one_library_break_reached_from_two_project_lines_stays_two(project: Path, engine: SyncEngine) -> None:
+    """dynamo logs the second reach as a suppressed repeat of the first (same place, same reason), but its
+    stack goes through `second = model(b)`: the graph splits there too. Only the first folds with the fall-back."""
+    (project / "model.py").write_text(TWO_CALLS)
+    got = [(d.code, rng(d.range), "fallback" in d.data) for d in engine.check(project / "model.py").diagnostics]
+    assert got == [("graph-break", (7, 12, 7, 20), True), ("graph-break", (8, 13, 8, 21), False)]

@@ -7,7 +7,10 @@ JSON object {"<file>:<target>": {"graph_breaks": [...], "recompiles": [...], "tr
 
 - graph breaks: the `TORCH_LOGS=graph_breaks` records, one per (break location, reason) as dynamo's own
   duplicate check keys them (`graph_break_dup_warning_checker`: the break's type and location), the "user
-  stack suppressed" repeats included; a `fullgraph=True` break raises `Unsupported` instead, one more site;
+  stack suppressed" repeats included; dynamo's fall-back record for a break ("Failed to handle graph break
+  gracefully. Skipping the function and falling back to eager. Graph break encountered:" and the break's
+  own text, docs/torch-facts.md §2.5) is keyed by the break it fell back from, so a break and its
+  fall-back are one site; a `fullgraph=True` break raises `Unsupported` instead, one more site;
 - recompiles: the `TORCH_LOGS=recompiles` records, one per recompiled code object ("Recompiling
   function F in file:line", a dynamo resume function being its own);
 - tracer warnings: the `TracerWarning`s raised during the trace, one per (file, line, first line of the
@@ -36,6 +39,7 @@ import torch  # noqa: E402
 COMPILE, TRACE = torch.compile, torch.jit.trace
 TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
 JIT_DIR = os.path.join(TORCH_DIR, "jit", "")
+FALLBACK = "Failed to handle graph break gracefully. Skipping the function and falling back to eager."
 
 
 def _site(kind: str, frame: Any) -> str:
@@ -43,7 +47,10 @@ def _site(kind: str, frame: Any) -> str:
 
 
 def _break_type(lines: list[str]) -> str:
-    """The graph break's type (gb_type), the line above its "Explanation:" as torch formats it, else its reason."""
+    """The graph break's type (gb_type), the line above its "Explanation:" as torch formats it, else its reason;
+    for a fall-back record, the type of the break it fell back from (before "*** While handling ...")."""
+    lines = [lines[0], *(ln for ln in lines[1:] if not ln.startswith("Graph Break Reason: " + FALLBACK))]
+    lines = lines[: next((i for i, ln in enumerate(lines) if ln.startswith("*** While handling this graph break")), len(lines))]
     at = next((i for i, ln in enumerate(lines) if ln.strip().startswith("Explanation:")), None)
     above = [ln.strip() for ln in lines[1:at] if ln.strip()] if at is not None else []
     return above[-1].removeprefix("Graph Break Reason: ") if above else lines[1].removeprefix("Graph Break Reason: ") if len(lines) > 1 else ""
