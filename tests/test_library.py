@@ -381,9 +381,10 @@ def test_a_library_module_called_twice_on_the_lines_dynamo_traced(engine: SyncEn
     ]
     assert got == [
         ("graph-break", (14, 12, 14, 37), [("gnnlib/__init__.py", 10)]),  # x = self.conv1(x, edge_index).relu()
+        ("graph-break", (15, 15, 15, 40), [("gnnlib/__init__.py", 10)]),  # the same break reached again: the graph splits here too
         ("recompile", (15, 15, 15, 40), [("gnnlib/__init__.py", 8)]),  # return self.conv2(x, edge_index)
     ]
-    brk, rec = result.diagnostics
+    brk, _again, rec = result.diagnostics
     assert brk.data["stack_source"] == "dynamo" and "Dynamic shape operator" in brk.message
     assert rec.data["change"]["kind"] == "requires_grad" and "`x.requires_grad` changed" in rec.message
 
