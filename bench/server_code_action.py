@@ -56,7 +56,7 @@ def main() -> None:
             resolving.append(t * 1000)
             assert resolved.get("edit"), resolved
         c.close()
-        from exportlens.fixes.registry import fixes_for
+        from exportlens.fix_registry import fixes_for
         from exportlens.lsp.convert import from_lsp_data
 
         decoded = from_lsp_data(diags[0]["data"])

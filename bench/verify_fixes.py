@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
 
+from exportlens import fix_registry as registry  # noqa: E402
 from exportlens import verify  # noqa: E402
 from exportlens.engine import Engine, EngineSettings  # noqa: E402
-from exportlens.fixes import registry  # noqa: E402
 from exportlens.make_exportable import make_exportable  # noqa: E402
 
 FIXABLE = [

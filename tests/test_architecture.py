@@ -92,6 +92,30 @@ def test_the_worker_imports_only_itself_and_the_wire_protocol() -> None:
     assert {m: d for m, d in bad.items() if d} == {}
 
 
+def test_fixes_are_one_layer_of_pure_text_functions() -> None:
+    """Nothing under fixes/ looks codes up, reads documents or projects, runs the engine or knows LSP:
+    the registry that does (`fix_registry.py`) sits above `codes.py`, which names the fixers."""
+    above = ("exportlens.codes", "exportlens.document", "exportlens.project", "exportlens.engine", "exportlens.lsp")
+    graph = _graph()
+
+    def reached(mod: str) -> set[str]:  # what importing `mod` imports, at any depth
+        seen: set[str] = set()
+        todo = [mod]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    fixes = [mod for mod in graph if mod == "exportlens.fixes" or mod.startswith("exportlens.fixes.")]
+    assert "exportlens.fixes.fixers" in fixes
+    bad = {mod: sorted(i for i in reached(mod) if i.startswith(above)) for mod in fixes}
+    assert {m: d for m, d in bad.items() if d} == {}
+    writes = [s for s in _source_lines(r"\bwrite_source\b|\.write_text\(|\bopen\(") if s.startswith("fixes/")]
+    assert writes == []
+
+
 def test_only_lsp_knows_lsp() -> None:
     """lsprotocol and pygls are imported only under lsp/ (the CLI reaches the server through lsp.server)."""
     offenders = []
@@ -108,7 +132,7 @@ def test_server_cli_findings_and_fixes_run_without_torch() -> None:
     """Importing every room but the worker leaves torch unloaded (the server must start without it)."""
     code = (
         "import sys\n"
-        "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fixes.registry, exportlens.sarif\n"
+        "import exportlens.cli, exportlens.engine, exportlens.findings, exportlens.fix_registry, exportlens.sarif\n"
         "import exportlens.report.page, exportlens.report.pytest_html\n"
         "import exportlens.lsp.server\n"
         "exportlens.lsp.server.create_server()\n"
@@ -203,6 +227,13 @@ def test_is_a_problem_is_written_once() -> None:
         if "DiagnosticSeverity.Warning" in line
     ]
     assert len(client) == 1 and client[0].startswith("serverController.ts:")  # the client's one function, `isProblem`
+
+
+def test_every_diagnostic_is_made_by_codes_new() -> None:
+    """A diagnostic takes its code's default severity from its record: only `codes.new` builds one
+    (a notebook's mapper moves one with `dataclasses.replace`; `Diagnostic.from_json` reads one back)."""
+    made = _source_lines(r"(?<![.\w])Diagnostic\(")
+    assert [s.split(":")[0] for s in made] == ["codes.py"]
 
 
 def test_settings_are_resolved_in_one_place() -> None:

@@ -223,7 +223,7 @@ def test_float_item_bug_of_torch_2_12_is_explained_on_the_branch(project: Path) 
 
 def test_split_asked_as_eq_zero_prefers_pinning(project: Path) -> None:
     from exportlens import findings
-    from exportlens.fixes import registry as quickfix
+    from exportlens import fix_registry as quickfix
 
     path = project / "split.py"
     path.write_text(SPLIT)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
-from exportlens.fixes import registry
+from exportlens import fix_registry as registry
 
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "server")}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from conftest import EXAMPLES, ROOT, SyncEngine
 
-from exportlens.fixes import registry
+from exportlens import fix_registry as registry
 
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 

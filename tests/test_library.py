@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
+from exportlens import fix_registry as registry
 from exportlens import project
-from exportlens.fixes import registry
 from exportlens.model import INFORMATION, WARNING, Diagnostic, Range
 
 LIB_PROJECT = EXAMPLES / "library_project"

@@ -9,8 +9,9 @@ import pytest
 from conftest import EXAMPLES, SyncEngine, spans
 from test_cli import cli
 
+from exportlens import fix_registry as registry
 from exportlens import suppress
-from exportlens.fixes import apply_edits, registry
+from exportlens.fixes import apply_edits
 from exportlens.model import Diagnostic, Range
 
 BRANCH = (EXAMPLES / "data_dependent" / "item_branch.py").read_text()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from conftest import SyncEngine, spans
 
-from exportlens.fixes import registry
+from exportlens import fix_registry as registry
 
 MODEL = textwrap.dedent("""\
     import torch

@@ -22,8 +22,8 @@ import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens import verify
+from exportlens.fix_registry import read_disk
 from exportlens.fixes import apply_fix
-from exportlens.fixes.registry import read_disk
 from exportlens.model import (
     BREAKS,
     EXPORT_PASSES,

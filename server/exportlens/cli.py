@@ -188,7 +188,7 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float, list[FileResu
         )
         if verifying:
             from exportlens import verify
-            from exportlens.fixes.registry import read_disk
+            from exportlens.fix_registry import read_disk
 
             for result in results:
                 if verify.problems(result.diagnostics):
@@ -215,10 +215,10 @@ def _say_profiles(result: FileResult) -> None:
 
 def _with_fixes(report: Report) -> None:
     try:
-        from exportlens.fixes import registry
+        from exportlens import fix_registry
     except ImportError:
         return
-    registry.attach(report.diagnostics)
+    fix_registry.attach(report.diagnostics)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -235,9 +235,9 @@ def run_check(args: argparse.Namespace) -> int:
     report, seconds, results = asyncio.run(_check(args))
     _with_fixes(report)
     if args.fix or args.diff:
-        from exportlens.fixes import registry
+        from exportlens import fix_registry
 
-        changed = registry.apply_preferred(report.diagnostics, write=args.fix, assume=args.assume)
+        changed = fix_registry.apply_preferred(report.diagnostics, write=args.fix, assume=args.assume)
         if args.diff:
             sys.stdout.write(changed.diff)
         if args.fix:
@@ -289,7 +289,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[Any]:
     from exportlens.engine import Engine, EngineSettings
-    from exportlens.fixes.registry import read_disk
+    from exportlens.fix_registry import read_disk
     from exportlens.make_exportable import make_exportable
 
     cfg = project.load_config(project.find_root(files[0]))

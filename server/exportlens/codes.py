@@ -10,13 +10,14 @@ the same thing. No torch: the server, the CLI and the fixes import it (the worke
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import protocol
 from .fixes import fixers
 from .fixes.fixers import Fixer
-from .model import ERROR, HINT, INFORMATION, WARNING, Diagnostic, Range, is_problem
+from .model import ERROR, HINT, INFORMATION, WARNING, Diagnostic, Range, Related, Verification, is_problem
 
 # Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
 # old paths redirect there); these are the current canonical stable locations.
@@ -45,6 +46,12 @@ class CodeInfo:
     url: str | None  # documentation page, None when no page fits
     data: Any = field(kw_only=True)  # the TypedDict (or union of them) of its `Diagnostic.data`, from protocol.py
     fixers: tuple[Fixer, ...] = field(default=(), kw_only=True)  # what computes its quick fixes, in order
+    # how the rest of ExportLens treats its findings (each read here, never listed elsewhere):
+    suppressible: bool = field(default=True, kw_only=True)  # an `# exportlens: ignore` may silence it (suppress.py)
+    breaks_target: bool = field(default=False, kw_only=True)  # the target no longer runs: a fix that brings one breaks it (verify.py)
+    one_per_message: bool = field(default=False, kw_only=True)  # findings on one line stay apart when their messages differ (engine.py)
+    compile_finding: bool = field(default=False, kw_only=True)  # torch.compile's: a fix passes once none is left, no plain export judges it (verify.py)
+    passes: str = field(default="export passes ✓", kw_only=True)  # what a verified fix that leaves no problem says (model.Verification.words)
 
     @property
     def problem(self) -> bool:
@@ -117,6 +124,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         DRAFT_EXPORT_URL,
         data=protocol.ExportErrorData,
+        breaks_target=True,
+        one_per_message=True,
     ),
     CodeInfo(
         "graph-break",
@@ -130,6 +139,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         GRAPH_BREAKS_URL,
         data=protocol.GraphBreakData,
         fixers=(fixers.compile_finding,),
+        compile_finding=True,
+        passes="no graph break left ✓",
     ),
     CodeInfo(
         "recompile",
@@ -142,6 +153,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         RECOMPILATION_URL,
         data=protocol.RecompileData,
         fixers=(fixers.compile_finding,),
+        compile_finding=True,
+        passes="no recompile left ✓",
     ),
     CodeInfo(
         "tracer-warning",
@@ -174,6 +187,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         PYTHON_SYNTAX_ERROR_URL,
         data=protocol.SyntaxErrorData,
+        breaks_target=True,
     ),
     CodeInfo(
         "worker-crashed",
@@ -185,6 +199,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         None,
         data=protocol.CrashData,
+        breaks_target=True,
+        one_per_message=True,
     ),
     CodeInfo(
         "worker-timeout",
@@ -195,6 +211,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         None,
         data=protocol.CrashData,
+        breaks_target=True,
+        one_per_message=True,
     ),
     CodeInfo(
         "target-error",
@@ -205,6 +223,8 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         None,
         data=protocol.TargetErrorData,
+        breaks_target=True,
+        one_per_message=True,
     ),
     CodeInfo(
         "no-target",
@@ -240,6 +260,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         None,
         data=protocol.NoData,
+        suppressible=False,  # about pyproject.toml itself: fix the setting
     ),
     CodeInfo(
         "deprecated-api",
@@ -264,6 +285,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         None,
         data=protocol.UnusedIgnoreData,
         fixers=(fixers.unused_ignore,),
+        suppressible=False,  # about the ignore comments themselves
     ),
     CodeInfo(
         "dim-specialized",
@@ -282,6 +304,7 @@ _TABLE: tuple[CodeInfo, ...] = (
 )
 
 CODES: dict[str, CodeInfo] = {info.code: info for info in _TABLE}
+_UNKNOWN = CodeInfo("", "", "", ERROR, None, data=protocol.NoData)
 
 
 def doc_url(code: str) -> str | None:
@@ -290,6 +313,41 @@ def doc_url(code: str) -> str | None:
     return info.url if info is not None else None
 
 
-def new(code: str, file: str, rng: Range, message: str, target: str = "", *, severity: int | None = None) -> Diagnostic:
-    """A diagnostic at its code's default severity; pass `severity` only with the reason beside it."""
-    return Diagnostic(file, rng, severity if severity is not None else CODES[code].severity, code, message, target)
+def record(code: str) -> CodeInfo:
+    """The record of `code`; a code ExportLens does not know (an old report's) gets the defaults."""
+    return CODES.get(code) or _UNKNOWN
+
+
+def outcome_words(v: Verification, code: str) -> str:
+    """A verified fix's outcome in a few words, as its code says a pass ("no graph break left ✓")."""
+    return v.words(record(code).passes)
+
+
+def suppressible(code: str) -> bool:
+    """Whether an `# exportlens: ignore` comment may silence findings of `code`."""
+    return record(code).suppressible
+
+
+def new(
+    code: str,
+    file: str,
+    rng: Range,
+    message: str,
+    target: str = "",
+    *,
+    severity: int | None = None,
+    related: list[Related] | None = None,
+    data: Mapping[str, Any] | None = None,
+) -> Diagnostic:
+    """A diagnostic at its code's default severity; pass `severity` only with the reason beside it.
+    `data` is of the type the code's record names; the diagnostic keeps that very dict."""
+    return Diagnostic(
+        file,
+        rng,
+        severity if severity is not None else CODES[code].severity,
+        code,
+        message,
+        target,
+        related=related or [],
+        data=cast("dict[str, Any]", data) if data is not None else {},
+    )

@@ -138,14 +138,13 @@ class SourceCache:
 
 
 BESIDE_AFTER = 0.5  # seconds of draft export after which the next run of the file forks it beside plain export
-_ONE_PER_MESSAGE = {"target-error", "export-error", "worker-crashed", "worker-timeout"}
 
 
 def _merge(diags: list[Diagnostic]) -> list[Diagnostic]:
     """One finding per user line, code and site; occurrences add up."""
     merged: dict[tuple[str, int, str, str, str, int, str], Diagnostic] = {}
     for d in diags:
-        distinct = d.message if d.code in _ONE_PER_MESSAGE else ""
+        distinct = d.message if codes.record(d.code).one_per_message else ""
         key = (d.file, d.range.start.line, d.code, distinct, *_site(d))  # two library lines (or paths, or warnings) stay two
         first = merged.get(key)
         if first is None:

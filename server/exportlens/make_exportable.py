@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from exportlens.engine import Engine, FileResult
 from exportlens.fixes import EditError, apply_edits
 from exportlens.model import NOT_CHECKED, OUTCOMES, Diagnostic, Fix, TextEdit
-from exportlens.verify import BREAKING, helps, problems, same_outputs, verify_result
+from exportlens.verify import breaks_target, helps, problems, same_outputs, verify_result
 
 Reader = Callable[[str], "str | None"]
 
@@ -92,7 +92,7 @@ def _better(trial: FileResult, base: FileResult, fixes: list[Fix]) -> bool:
     if len(problems(trial.diagnostics)) >= len(problems(base.diagnostics)):
         return False
     had = {d.code for d in base.diagnostics}
-    if any(d.code in BREAKING and d.code not in had for d in trial.diagnostics):
+    if any(breaks_target(d) and d.code not in had for d in trial.diagnostics):
         return False
     if any(t.status in ("crashed", "timeout") for t in trial.targets):
         return False

@@ -115,14 +115,16 @@ class Verification:
     keeps_dynamic: bool | None = None
     lost: tuple[str, ...] = ()
 
-    def words(self, code: str = "") -> str:
-        """The outcome in a few words, as the editor's code actions and the HTML report say it."""
+    def words(self, passes: str = "export passes ✓") -> str:
+        """The outcome in a few words, as the editor's code actions and the HTML report say it;
+        `passes` is what a fix that leaves no problem says (the finding's code's record has it:
+        `codes.outcome_words`)."""
         gone = ", ".join(f"`{d}`" for d in self.lost)
         no_longer = f"{gone} {'is' if len(self.lost) == 1 else 'are'} no longer dynamic"
         if self.status == EXPORT_PASSES and self.lost:
             return f"export passes, but {no_longer}"
         if self.status == EXPORT_PASSES:
-            return "no graph break left ✓" if code == "graph-break" else "no recompile left ✓" if code == "recompile" else "export passes ✓"
+            return passes
         if self.status == FIXES_THIS:
             n = len(self.remaining)
             return f"fixes this; {n} problem{'s' if n != 1 else ''} remain{'s' if n == 1 else ''}" + (f"; {no_longer}" if self.lost else "")

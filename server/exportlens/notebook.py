@@ -248,7 +248,7 @@ class Cells:
         file, rng, cell = self.place(d.file, d.range)
         related = [self.related(r) for r in d.related]
         fixes = [m for f in d.fixes if (m := self.fix(f)) is not None]
-        return Diagnostic(file, rng, d.severity, d.code, self.text(d.message), self.text(d.target), related, fixes, d.data, cell)
+        return replace(d, file=file, range=rng, message=self.text(d.message), target=self.text(d.target), related=related, fixes=fixes, cell=cell)
 
     def target(self, t: TargetResult) -> TargetResult:
         if t.file != self.script:
@@ -272,7 +272,7 @@ class Cells:
         if start is None or end is None:
             return None
         rng = Range(Position(start, d.range.start.character), Position(end, d.range.end.character))
-        return Diagnostic(self.script, rng, d.severity, d.code, d.message, d.target, [], [], d.data)
+        return replace(d, file=self.script, range=rng, related=[], fixes=[], cell=None)
 
     def upto(self, text: str, line: int) -> tuple[str, Cells]:
         """Only the cells up to the one holding script line `line` (later cells often train or plot)."""

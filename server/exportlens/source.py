@@ -76,6 +76,7 @@ class Source:
 
 
 def utf16_len(text: str) -> int:
+    """Length of `text` in UTF-16 code units (what LSP counts)."""
     return len(text.encode("utf-16-le")) // 2
 
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from exportlens import document
+from exportlens import codes, document
 from exportlens.document import Document
 from exportlens.engine import Engine, FileResult
 from exportlens.fixes import EditError, apply_fix
@@ -48,9 +48,11 @@ from exportlens.model import (
 )
 from exportlens.source import Reader
 
-# Findings that mean the target no longer runs at all (a fix that brings one is a breaking fix).
-BREAKING = {"export-error", "target-error", "worker-crashed", "worker-timeout", "syntax-error"}
-COMPILE_CODES = {"graph-break", "recompile"}
+
+def breaks_target(d: Diagnostic) -> bool:
+    """A finding that means the target no longer runs at all (a fix that brings one is a breaking
+    fix): its code's record says so (`CodeInfo.breaks_target`)."""
+    return codes.record(d.code).breaks_target
 
 
 def problems(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
@@ -190,7 +192,7 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
     ran = [t for t in fixed.targets if t.name in mine]
 
     def verdict(status: str, remaining: Iterable[str] = (), detail: str = "", same: bool | None = None) -> Verification:
-        keeps, lost = dynamism_kept(d, base, fixed, names) if status in (EXPORT_PASSES, FIXES_THIS) and d.code not in COMPILE_CODES else (None, ())
+        keeps, lost = dynamism_kept(d, base, fixed, names) if status in (EXPORT_PASSES, FIXES_THIS) and not codes.record(d.code).compile_finding else (None, ())
         return Verification(status, tuple(remaining), None if fix.changes_example else same, fix.assumes, seconds, detail, keeps, lost)
 
     if any(t.status == "timeout" for t in ran):
@@ -200,7 +202,7 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
     if any(t.status == "crashed" for t in ran):
         return verdict(BREAKS, [e.code for e in left], "the target crashed with the fix applied", same)
     had = {(e.code, _first_line(e.message)) for e in base.diagnostics}
-    new_breaks = [e for e in left if e.code in BREAKING and (e.code, _first_line(e.message)) not in had]
+    new_breaks = [e for e in left if breaks_target(e) and (e.code, _first_line(e.message)) not in had]
     if new_breaks:
         return verdict(BREAKS, [e.code for e in left], f"{new_breaks[0].code}: {_first_line(new_breaks[0].message)}", same)
     raised = _newly_raises(d, base, fixed, names)
@@ -210,7 +212,7 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
         return verdict(NO_EFFECT, [e.code for e in left], same=same)
     if left:
         return verdict(FIXES_THIS, [e.code for e in left], same=same)
-    if d.code in COMPILE_CODES:
+    if codes.record(d.code).compile_finding:
         return verdict(EXPORT_PASSES, same=same)
     plain = [fixed.facts.get(t.name, {}).get("plain_export") for t in ran if t.kind == "export"]
     failing = [p for p in plain if p != "ok"]
@@ -382,9 +384,9 @@ async def verify_result(
     engine: Engine, result: FileResult, *, read: Reader, budget: float = 60.0, jobs: int = 2, overrides: dict[str, str] | None = None
 ) -> Verifier:
     """Give every problem of `result` its fixes, verified and ranked (in place)."""
-    from exportlens.fixes import registry
+    from exportlens import fix_registry
 
-    items = [(d, registry.fixes_for(d, read, result.document)) for d in problems(result.diagnostics)]
+    items = [(d, fix_registry.fixes_for(d, read, result.document)) for d in problems(result.diagnostics)]
     verifier = Verifier(engine, result.path, result, read, budget, jobs, dict(overrides or {}))
     for d, fixes in await verifier.verify([(d, f) for d, f in items if f]):
         d.fixes = fixes

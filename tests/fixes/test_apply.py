@@ -6,8 +6,9 @@ import pytest
 
 from exportlens.fixes import EditError, Refusal, apply_edits, apply_fix, insert_check, negate, unified_diff
 from exportlens.fixes.common import line_edits, make_fix
-from exportlens.fixes.text import end_position, split_lines, utf16_len, utf16_to_index
+from exportlens.fixes.text import end_position, split_lines, utf16_to_index
 from exportlens.model import Fix, Position, Range, TextEdit
+from exportlens.source import utf16_len
 
 
 def edit(l1: int, c1: int, l2: int, c2: int, new: str, file: str = "f.py") -> TextEdit:

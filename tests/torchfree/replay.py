@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "server") not in sys.path:
     sys.path.insert(0, str(ROOT / "server"))
 
+from exportlens import fix_registry as registry  # noqa: E402
 from exportlens.engine import Engine, EngineSettings, FileResult  # noqa: E402
-from exportlens.fixes import registry  # noqa: E402
 from exportlens.protocol import JobEvent, JobSpec  # noqa: E402
 
 EVENTS = ROOT / "tests" / "fixtures" / "events"

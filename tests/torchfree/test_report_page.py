@@ -21,8 +21,9 @@ import pytest
 from html_dom import Node, parse
 from replay import CASES_BY_NAME, EXAMPLES, ROOT, replay_sync
 
+from exportlens import codes
+from exportlens import fix_registry as registry
 from exportlens.engine import FileResult
-from exportlens.fixes import registry
 from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related, Report, TextEdit, Verification
 from exportlens.report import jsonreport, markup, page
 
@@ -294,7 +295,8 @@ def test_what_is_not_a_report_is_said_plainly(doc: Any, message: str) -> None:
 
 
 def test_outcome_words_are_the_editors() -> None:
-    assert Verification(EXPORT_PASSES).words("graph-break") == "no graph break left ✓"
+    assert codes.outcome_words(Verification(EXPORT_PASSES), "graph-break") == "no graph break left ✓"
+    assert codes.outcome_words(Verification(EXPORT_PASSES), "guard-added") == "export passes ✓"
     assert Verification("fixes-this", ("guard-added",)).words() == "fixes this; 1 problem remains"
     assert Verification("no-effect").words() == "does not help"
 

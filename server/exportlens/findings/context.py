@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from exportlens import codes
 from exportlens.findings import boundary, placement
@@ -45,16 +45,7 @@ def new_diagnostic(
 
     `data` is of the type its code's record names (`codes.py`); the diagnostic keeps that very dict.
     """
-    return Diagnostic(
-        file=file,
-        range=rng,
-        severity=severity or codes.CODES[code].severity,
-        code=code,
-        message=message,
-        target=ctx.target,
-        related=related or [],
-        data=cast("dict[str, Any]", data) if data is not None else {},
-    )
+    return codes.new(code, file, rng, message, ctx.target, severity=severity or None, related=related, data=data)
 
 
 def base(path: str) -> str:

@@ -2,8 +2,8 @@
 
 A fixer is `(diagnostic, read, offer) -> list[Fix]`: it reads the files it edits with `read`
 (their CURRENT text), calls the pure generators of this package, and hands each generator's
-`Refusal` to `offer.take`, so the reasons come back with the fixes (`registry.refusals_for`).
-`codes.py` names each code's fixers; `registry.fixes_for` looks them up there.
+`Refusal` to `offer.take`, so the reasons come back with the fixes (`fix_registry.refusals_for`).
+`codes.py` names each code's fixers; `fix_registry.fixes_for` looks them up there.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from exportlens import deprecated, suppress
 from exportlens import fixes as gen
-from exportlens.fixes import compile_fixes
+from exportlens.fixes import compile_fixes, deprecated_fix, suppress_fix
 from exportlens.fixes.common import Offer
 from exportlens.model import Diagnostic, Fix
 from exportlens.source import Reader
@@ -248,14 +247,14 @@ def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
 
 
 def deprecated_api(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
-    """deprecated-api: the deprecated call rewritten with its replacement (`deprecated.fix`)."""
+    """deprecated-api: the deprecated call rewritten with its replacement (`deprecated_fix.rewrite`)."""
     text = read(d.file)
-    rewrite = deprecated.fix(text, d) if text is not None else None
+    rewrite = deprecated_fix.rewrite(text, d) if text is not None else None
     return [rewrite] if rewrite is not None else []
 
 
 def unused_ignore(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
     """unused-ignore: the unused codes (or the whole comment) removed."""
     text = read(d.file)
-    removal = suppress.remove_unused_fix(text, d) if text is not None else None
+    removal = suppress_fix.remove_unused_fix(text, d) if text is not None else None
     return [removal] if removal is not None else []

@@ -11,6 +11,7 @@ import functools
 import re
 
 from exportlens.model import Position
+from exportlens.source import utf16_len
 
 _LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _EOL_RE = re.compile(r"\r\n|\r|\n")
@@ -40,11 +41,6 @@ def newline_of(text: str, line_index: int | None = None) -> str:
             return end
     m = _EOL_RE.search(text)
     return m.group(0) if m else "\n"
-
-
-def utf16_len(s: str) -> int:
-    """Length of ``s`` in UTF-16 code units (what LSP counts)."""
-    return len(s.encode("utf-16-le")) // 2
 
 
 def utf16_to_index(line: str, character: int) -> int:

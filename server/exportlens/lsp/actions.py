@@ -20,8 +20,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
+from exportlens import fix_registry
 from exportlens.document import Document
-from exportlens.fixes import registry
 from exportlens.lsp.convert import SOURCE, from_lsp_data, lsp_range, text_hash, uri_of
 from exportlens.lsp.host import Host
 from exportlens.lsp.verification import outcome_suffix
@@ -73,7 +73,7 @@ class FixCache:
             reads[path] = text_hash(text) if text is not None else None
             return text
 
-        fixes = registry.editor_fixes(diag, recording, doc)
+        fixes = fix_registry.editor_fixes(diag, recording, doc)
         if len(self.entries) > 512:
             self.entries.clear()
         self.entries[_key(diag, doc)] = (reads, fixes)

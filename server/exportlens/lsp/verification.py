@@ -23,6 +23,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from exportlens import codes
 from exportlens.document import Document
 from exportlens.engine import Engine
 from exportlens.lsp.convert import uri_of
@@ -53,7 +54,7 @@ def outcome_suffix(v: Verification | None, code: str) -> str:
     """What a code action's title says after its fix was verified ('' while unverified)."""
     if v is None or v.status not in (EXPORT_PASSES, FIXES_THIS, NO_EFFECT, BREAKS):
         return ""
-    return f" — {v.words(code)}"
+    return f" — {codes.outcome_words(v, code)}"
 
 
 @dataclass
@@ -165,7 +166,7 @@ class FixVerification:
             pass
 
     async def _verify(self, run: _Run, budget: float) -> None:
-        from exportlens.fixes import registry
+        from exportlens import fix_registry
         from exportlens.verify import Verifier, problems
 
         BACKGROUND.set(run.work)  # this task's jobs (and its subtasks') are background work
@@ -176,10 +177,10 @@ class FixVerification:
         known = {p: t for p, t in texts.items() if t is not None and split_place(p)[1] is None}
 
         def read(path: str) -> str | None:
-            return known[path] if path in known else registry.read_disk(path)
+            return known[path] if path in known else fix_registry.read_disk(path)
 
         def fixes_of_each() -> list[tuple[Diagnostic, list[Fix]]]:
-            return [(d, f) for d in problems(diagnostics) if (f := registry.fixes_for(d, read, doc))]
+            return [(d, f) for d in problems(diagnostics) if (f := fix_registry.fixes_for(d, read, doc))]
 
         items = await asyncio.to_thread(fixes_of_each)  # parsing and rewriting files: not on the event loop
         count = len({f.key() for _, fixes in items for f in fixes})

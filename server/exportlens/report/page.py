@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from exportlens import __version__
-from exportlens.codes import CODES
+from exportlens.codes import CODES, outcome_words
 from exportlens.fixes.text import utf16_to_index
 from exportlens.model import EXPORT_PASSES, SEVERITY_NAMES, Diagnostic, Fix, Range, Related
 from exportlens.report import assets
@@ -714,7 +714,7 @@ def _outcome(fix: Fix, code: str) -> tuple[Html, str]:
     if v is None or v.status == "not-checked":
         detail = v.detail if v is not None and v.detail else "" if v is not None else "the report has no verification for this fix"
         return el("span", "not verified", class_="outcome unknown"), detail
-    label = v.words(code)
+    label = outcome_words(v, code)
     tone = {EXPORT_PASSES: "good", "fixes-this": "partial"}.get(v.status, "bad")
     details = []
     if v.remaining:

@@ -37,7 +37,7 @@ class HtmlReport:
         if not results:
             return None
         from exportlens import verify
-        from exportlens.fixes.registry import attach, read_disk
+        from exportlens.fix_registry import attach, read_disk
         from exportlens.model import Report
 
         engine = self.runner._engine()  # the plugin's own runner (pytest_plugin._Runner): its engine and event loop

@@ -1,5 +1,8 @@
 """Which fix goes with which finding: the glue between diagnostics and `exportlens.fixes`.
 
+Above `codes.py` (it looks codes up), `document.py` (it reads documents) and `project.py`, and the
+one place that writes fixes into files (`apply_preferred`): `fixes/` below it is pure text functions.
+
 A code's fixers are named in its record of `codes.py`; this module looks them up, runs them on
 the CURRENT text of each file (`read`), never on what the worker saw, so an editor gets edits
 for the document it has, and keeps only fixes that edit the user's project. A document's
@@ -14,10 +17,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from exportlens import codes, project, suppress
+from exportlens import codes, project
 from exportlens import fixes as gen
 from exportlens.document import Document, load
 from exportlens.fixes.common import Offer
+from exportlens.fixes.suppress_fix import ignore_fix as ignore_comment
 from exportlens.model import Diagnostic, Fix, TextEdit
 from exportlens.source import Reader, read_disk, write_source
 
@@ -72,10 +76,10 @@ def ignore_fix(d: Diagnostic, read: Reader = read_disk, document: Document | Non
     """ "Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
     doc = document if document is not None else load(d.file)
     ran = doc.mapper.unmap(d)
-    if ran is None or ran.code in suppress.NOT_SUPPRESSIBLE or not ran.file.endswith((".py", ".pyw")):
+    if ran is None or not codes.suppressible(ran.code) or not ran.file.endswith((".py", ".pyw")):
         return None
     text = doc.reader(read)(ran.file)
-    fix = suppress.ignore_fix(text, ran.file, ran.range.start.line, ran.code) if text is not None else None
+    fix = ignore_comment(text, ran.file, ran.range.start.line, ran.code) if text is not None else None
     return doc.mapper.fix(fix) if fix is not None else None
 
 
