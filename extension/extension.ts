@@ -4,6 +4,7 @@
  */
 import * as vscode from 'vscode';
 import { fileToRun } from './lib/fileToRun';
+import { PYTHON_SUFFIXES } from './lib/serverFacts';
 import { onInterpreterChanged, PYTHON_EXTENSION_ID } from './pythonExtension';
 import { SERVER_COMMAND_RUN, SERVER_COMMAND_SAVE_PROFILES, ServerController } from './serverController';
 import { ExportLensStatusBar } from './statusBar';
@@ -67,7 +68,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       // The server loops check → best verified fix → check on the editor's texts and sends one
       // WorkspaceEdit that needs confirmation (VS Code shows its refactor preview).
       const target = uri ?? vscode.window.activeTextEditor?.document.uri;
-      if (target === undefined || !target.path.endsWith('.py')) {
+      if (target === undefined || !PYTHON_SUFFIXES.some((suffix) => target.path.endsWith(suffix))) {
         void vscode.window.showWarningMessage('ExportLens: open a Python file with an export target to make it export.');
         return;
       }

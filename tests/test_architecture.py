@@ -88,7 +88,11 @@ def test_only_the_worker_imports_torch() -> None:
 
 def test_the_worker_imports_only_itself_and_the_wire_protocol() -> None:
     allowed = ("exportlens.worker", "exportlens.protocol")
-    bad = {mod: sorted(i for i in deps if not i.startswith(allowed)) for mod, deps in _graph().items() if mod.startswith("exportlens.worker")}
+    bad = {
+        mod: sorted(i for i in deps if not i.startswith(allowed))
+        for mod, deps in _graph().items()
+        if mod == "exportlens.worker" or mod.startswith("exportlens.worker.")
+    }
     assert {m: d for m, d in bad.items() if d} == {}
 
 
@@ -287,3 +291,17 @@ def test_the_interpreter_is_resolved_in_one_place() -> None:
     """The worker's interpreter (the front end's choice, else pyproject's `python`) is chosen only in
     `EngineSettings.resolved`."""
     assert [s.split(":")[0] for s in _source_lines(r"\bor\s+\w+\.python\b")] == ["engine.py"]
+
+
+def test_the_document_suffixes_are_listed_once() -> None:
+    """`document.PYTHON_SUFFIXES` and `SUFFIXES` are the files ExportLens checks (the client's copy
+    is generated from them); nothing else lists `.py`/`.pyw` as a kind of document."""
+    lists = _source_lines(r"""\(\s*["']\.py["']\s*,|["']\.pyw["']""")
+    assert [s.split(":")[0] for s in lists] == ["document.py"]
+
+
+def test_the_diagnostic_line_is_formatted_once() -> None:
+    """`file:line:col: level[code]: message` is written by `model.text_lines` (the CLI's text and
+    the pytest plugin's failures)."""
+    spelled = _source_lines(r"\}\[\{[^}]*code\}\]:")
+    assert [s.split(":")[0] for s in spelled] == ["model.py"]

@@ -4,7 +4,7 @@
  * editor at all: in both, the file is the active notebook. Node only (no `vscode`): unit-tested.
  */
 
-const RUNNABLE = ['.py', '.ipynb'];
+import { DOCUMENT_SUFFIXES, PYTHON_SUFFIXES } from './serverFacts';
 
 function pathOf(uri: string): string {
   try {
@@ -15,7 +15,7 @@ function pathOf(uri: string): string {
 }
 
 function runnable(uri: string | undefined): boolean {
-  return uri !== undefined && uri.startsWith('file:') && RUNNABLE.some((suffix) => pathOf(uri).endsWith(suffix));
+  return uri !== undefined && uri.startsWith('file:') && DOCUMENT_SUFFIXES.some((suffix) => pathOf(uri).endsWith(suffix));
 }
 
 /**
@@ -36,5 +36,5 @@ export function fileToRun(
   if ((activeText === undefined || inCell) && runnable(activeNotebook)) {
     return activeNotebook;
   }
-  return runnable(activeText) && pathOf(activeText ?? '').endsWith('.py') ? activeText : undefined;
+  return runnable(activeText) && PYTHON_SUFFIXES.some((suffix) => pathOf(activeText ?? '').endsWith(suffix)) ? activeText : undefined;
 }

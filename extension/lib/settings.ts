@@ -3,13 +3,23 @@
  * Bad values never throw: they fall back to the default and produce a warning for the log.
  */
 
-export type RunMode = 'onSave' | 'manual';
-export type TraceLevel = 'off' | 'messages' | 'verbose';
-export type CompileBackend = 'eager' | 'aot_eager' | 'inductor';
-export const COMPILE_BACKENDS: readonly CompileBackend[] = ['eager', 'aot_eager', 'inductor'];
-export type VerifyFixes = 'on' | 'off';
-export type DraftExport = 'auto' | 'always';
-export type UnhelpfulFixes = 'last' | 'hide';
+import { SETTINGS_SCHEMA } from './serverFacts';
+
+/** The values a setting with an enum takes (its record in the generated `serverFacts.ts`). */
+type EnumOf<K extends keyof typeof SETTINGS_SCHEMA> = (typeof SETTINGS_SCHEMA)[K] extends { enum: readonly (infer V)[] } ? V : never;
+
+/** The settings that have an enum. */
+type EnumKey = {
+  [K in keyof typeof SETTINGS_SCHEMA]: (typeof SETTINGS_SCHEMA)[K] extends { enum: unknown } ? K : never;
+}[keyof typeof SETTINGS_SCHEMA];
+
+export type RunMode = EnumOf<'run'>;
+export type TraceLevel = EnumOf<'trace.server'>;
+export type CompileBackend = EnumOf<'compileBackend'>;
+export const COMPILE_BACKENDS: readonly CompileBackend[] = SETTINGS_SCHEMA.compileBackend.enum;
+export type VerifyFixes = EnumOf<'verifyFixes'>;
+export type DraftExport = EnumOf<'draftExport'>;
+export type UnhelpfulFixes = EnumOf<'unhelpfulFixes'>;
 
 export interface ExportLensSettings {
   /** The interpreter setting as written (may hold `${workspaceFolder}` or `~`); '' = not set. */
@@ -33,46 +43,64 @@ export interface ParsedSettings {
 }
 
 export const DEFAULT_SETTINGS: Readonly<ExportLensSettings> = Object.freeze({
-  interpreter: '',
-  run: 'onSave',
-  timeoutSeconds: 120,
+  interpreter: SETTINGS_SCHEMA.interpreter.default,
+  run: SETTINGS_SCHEMA.run.default,
+  timeoutSeconds: SETTINGS_SCHEMA.timeoutSeconds.default,
   targets: [],
-  traceServer: 'off',
-  compileBackend: 'eager',
-  draftExport: 'auto',
-  verifyFixes: 'on',
-  verifyBudgetSeconds: 30,
-  unhelpfulFixes: 'last',
+  traceServer: SETTINGS_SCHEMA['trace.server'].default,
+  compileBackend: SETTINGS_SCHEMA.compileBackend.default,
+  draftExport: SETTINGS_SCHEMA.draftExport.default,
+  verifyFixes: SETTINGS_SCHEMA.verifyFixes.default,
+  verifyBudgetSeconds: SETTINGS_SCHEMA.verifyBudgetSeconds.default,
+  unhelpfulFixes: SETTINGS_SCHEMA.unhelpfulFixes.default,
 });
 
-export const MIN_TIMEOUT_SECONDS = 1;
-export const MAX_TIMEOUT_SECONDS = 3600;
-
 /** A target is `path/to/file.py:factory` (factory may be dotted: `module.attr`). */
-export const TARGET_PATTERN = /^[^:]+\.py:[A-Za-z_][A-Za-z0-9_.]*$/;
+export const TARGET_PATTERN = new RegExp(SETTINGS_SCHEMA.targets.itemsPattern);
 
 /**
  * Every `exportlens.*` setting the client reads, named as package.json's
  * `contributes.configuration` names them (without the `exportlens.` prefix). The one key list:
  * `readRawSettings` reads exactly these, and a unit test checks it against package.json.
  */
-export const SETTING_KEYS = [
-  'interpreter',
-  'run',
-  'timeoutSeconds',
-  'compileBackend',
-  'draftExport',
-  'targets',
-  'trace.server',
-  'verifyFixes',
-  'verifyBudgetSeconds',
-  'unhelpfulFixes',
-] as const;
-export type SettingKey = (typeof SETTING_KEYS)[number];
+export const SETTING_KEYS = Object.keys(SETTINGS_SCHEMA) as (keyof typeof SETTINGS_SCHEMA)[];
+export type SettingKey = keyof typeof SETTINGS_SCHEMA;
 
 /** The raw value of every setting in `SETTING_KEYS`, read through `get` (`getConfiguration('exportlens').get`). */
 export function readRawSettings(get: (key: SettingKey) => unknown): Record<string, unknown> {
   return Object.fromEntries(SETTING_KEYS.map((key) => [key, get(key)]));
+}
+
+/** `value` if it is one of the setting's enum, else its default and a warning saying why. */
+function choice<K extends EnumKey>(key: K, value: unknown, warnings: string[]): EnumOf<K> {
+  const { enum: allowed, default: fallback } = SETTINGS_SCHEMA[key] as { enum: readonly string[]; default: string };
+  if (typeof value === 'string' && allowed.includes(value)) {
+    return value as EnumOf<K>;
+  }
+  if (value !== undefined) {
+    const which =
+      allowed.length === 2
+        ? `"${allowed[0]}" or "${allowed[1]}", not ${JSON.stringify(value)}`
+        : `one of ${allowed.join(', ')}, not ${JSON.stringify(value)}`;
+    warnings.push(`exportlens.${key} must be ${which}; using "${fallback}"`);
+  }
+  return fallback as EnumOf<K>;
+}
+
+/** A number of seconds clamped into the setting's bounds (a warning when it was outside), else its default. */
+function seconds(key: 'timeoutSeconds' | 'verifyBudgetSeconds', value: unknown, warnings: string[]): number {
+  const { minimum, maximum, default: fallback } = SETTINGS_SCHEMA[key];
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    const clamped = Math.min(maximum, Math.max(minimum, value));
+    if (clamped !== value) {
+      warnings.push(`exportlens.${key} ${value} is outside ${minimum}..${maximum}; using ${clamped}`);
+    }
+    return clamped;
+  }
+  if (value !== undefined) {
+    warnings.push(`exportlens.${key} must be a number; using ${fallback}`);
+  }
+  return fallback;
 }
 
 /** Reads one settings object shaped like `workspace.getConfiguration('exportlens')`'s values. */
@@ -90,23 +118,8 @@ export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSet
     warnings.push('exportlens.interpreter must be a string; ignored');
   }
 
-  const run = raw['run'];
-  if (run === 'onSave' || run === 'manual') {
-    settings.run = run;
-  } else if (run !== undefined) {
-    warnings.push(`exportlens.run must be "onSave" or "manual", not ${JSON.stringify(run)}; using "onSave"`);
-  }
-
-  const timeout = raw['timeoutSeconds'];
-  if (typeof timeout === 'number' && Number.isFinite(timeout)) {
-    const clamped = Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, timeout));
-    if (clamped !== timeout) {
-      warnings.push(`exportlens.timeoutSeconds ${timeout} is outside ${MIN_TIMEOUT_SECONDS}..${MAX_TIMEOUT_SECONDS}; using ${clamped}`);
-    }
-    settings.timeoutSeconds = clamped;
-  } else if (timeout !== undefined) {
-    warnings.push(`exportlens.timeoutSeconds must be a number; using ${DEFAULT_SETTINGS.timeoutSeconds}`);
-  }
+  settings.run = choice('run', raw['run'], warnings);
+  settings.timeoutSeconds = seconds('timeoutSeconds', raw['timeoutSeconds'], warnings);
 
   const targets = raw['targets'];
   if (Array.isArray(targets)) {
@@ -121,51 +134,12 @@ export function parseSettings(raw: Readonly<Record<string, unknown>>): ParsedSet
     warnings.push('exportlens.targets must be a list of "path/file.py:factory"; ignored');
   }
 
-  const backend = raw['compileBackend'];
-  if (typeof backend === 'string' && (COMPILE_BACKENDS as readonly string[]).includes(backend)) {
-    settings.compileBackend = backend as CompileBackend;
-  } else if (backend !== undefined) {
-    warnings.push(`exportlens.compileBackend must be one of ${COMPILE_BACKENDS.join(', ')}; using "eager"`);
-  }
-
-  const draft = raw['draftExport'];
-  if (draft === 'auto' || draft === 'always') {
-    settings.draftExport = draft;
-  } else if (draft !== undefined) {
-    warnings.push(`exportlens.draftExport must be "auto" or "always", not ${JSON.stringify(draft)}; using "auto"`);
-  }
-
-  const verify = raw['verifyFixes'];
-  if (verify === 'on' || verify === 'off') {
-    settings.verifyFixes = verify;
-  } else if (verify !== undefined) {
-    warnings.push(`exportlens.verifyFixes must be "on" or "off", not ${JSON.stringify(verify)}; using "on"`);
-  }
-
-  const budget = raw['verifyBudgetSeconds'];
-  if (typeof budget === 'number' && Number.isFinite(budget)) {
-    const clamped = Math.min(MAX_TIMEOUT_SECONDS, Math.max(MIN_TIMEOUT_SECONDS, budget));
-    if (clamped !== budget) {
-      warnings.push(`exportlens.verifyBudgetSeconds ${budget} is outside ${MIN_TIMEOUT_SECONDS}..${MAX_TIMEOUT_SECONDS}; using ${clamped}`);
-    }
-    settings.verifyBudgetSeconds = clamped;
-  } else if (budget !== undefined) {
-    warnings.push(`exportlens.verifyBudgetSeconds must be a number; using ${DEFAULT_SETTINGS.verifyBudgetSeconds}`);
-  }
-
-  const unhelpful = raw['unhelpfulFixes'];
-  if (unhelpful === 'last' || unhelpful === 'hide') {
-    settings.unhelpfulFixes = unhelpful;
-  } else if (unhelpful !== undefined) {
-    warnings.push(`exportlens.unhelpfulFixes must be "last" or "hide", not ${JSON.stringify(unhelpful)}; using "last"`);
-  }
-
-  const trace = traceOf(raw);
-  if (trace === 'off' || trace === 'messages' || trace === 'verbose') {
-    settings.traceServer = trace;
-  } else if (trace !== undefined) {
-    warnings.push(`exportlens.trace.server must be off, messages or verbose; using "off"`);
-  }
+  settings.compileBackend = choice('compileBackend', raw['compileBackend'], warnings);
+  settings.draftExport = choice('draftExport', raw['draftExport'], warnings);
+  settings.verifyFixes = choice('verifyFixes', raw['verifyFixes'], warnings);
+  settings.verifyBudgetSeconds = seconds('verifyBudgetSeconds', raw['verifyBudgetSeconds'], warnings);
+  settings.unhelpfulFixes = choice('unhelpfulFixes', raw['unhelpfulFixes'], warnings);
+  settings.traceServer = choice('trace.server', traceOf(raw), warnings);
 
   return { settings, warnings };
 }
@@ -216,16 +190,8 @@ export function changeEffect(before: ExportLensSettings, after: ExportLensSettin
   if (before.interpreter !== after.interpreter) {
     return 'restart';
   }
-  const same =
-    before.run === after.run &&
-    before.timeoutSeconds === after.timeoutSeconds &&
-    before.traceServer === after.traceServer &&
-    before.compileBackend === after.compileBackend &&
-    before.draftExport === after.draftExport &&
-    before.verifyFixes === after.verifyFixes &&
-    before.verifyBudgetSeconds === after.verifyBudgetSeconds &&
-    before.unhelpfulFixes === after.unhelpfulFixes &&
-    before.targets.length === after.targets.length &&
-    before.targets.every((t, i) => t === after.targets[i]);
+  const same = (Object.keys(before) as (keyof ExportLensSettings)[]).every(
+    (key) => key === 'interpreter' || JSON.stringify(before[key]) === JSON.stringify(after[key]),
+  );
   return same ? 'none' : 'notify';
 }

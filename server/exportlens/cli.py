@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from exportlens import __version__, notebook, project
 from exportlens.cli_progress import CliProgress
-from exportlens.model import SEVERITY_NAMES, Diagnostic, Range, Report
+from exportlens.model import Report, text_lines
+from exportlens.options import COMPILE_BACKENDS, DRAFT_MODES
 
 if TYPE_CHECKING:
     from exportlens.engine import EngineSettings, FileResult
 
-LEVEL = SEVERITY_NAMES
 # Real models (torchvision detectors, transformers) take 2-4 minutes under draft export on a laptop
 # CPU; the editor keeps its own, shorter default (`exportlens.timeoutSeconds`).
 DEFAULT_TIMEOUT = 600.0
@@ -32,31 +32,16 @@ def _display_path(path: str) -> str:
 def format_text(report: Report, seconds: float, *, show_ignored: bool = False) -> str:
     out = []
     for d in report.diagnostics:
-        out.extend(_text_lines(d, LEVEL.get(d.severity, "note")))
+        out.extend(text_lines(d, _display_path))
     if show_ignored:
         for d in report.ignored:
-            out.extend(_text_lines(d, "ignored"))
+            out.extend(text_lines(d, _display_path, "ignored"))
     problems = count_problems(report)
     targets = len(report.targets)
     out.append(
         f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} ({seconds:.1f} s, torch {report.torch_version})"
     )
     return "\n".join(out)
-
-
-def _where(file: str, cell: int | None, rng: Range) -> str:
-    """`file:line:col`, or `nb.ipynb:cell N:line:col` in a notebook (N 0-based over all cells, line in the cell)."""
-    cell_part = f"cell {cell}:" if cell is not None else ""
-    return f"{_display_path(file)}:{cell_part}{rng.start.line + 1}:{rng.start.character + 1}"
-
-
-def _text_lines(d: Diagnostic, level: str) -> list[str]:
-    first, *rest = d.message.splitlines() or [""]
-    out = [f"{_where(d.file, d.cell, d.range)}: {level}[{d.code}]: {first}"]
-    out.extend(f"    {line}" for line in rest)
-    for rel in d.related:
-        out.append(f"    {_where(rel.file, rel.cell, rel.range)}: note: {rel.message}")
-    return out
 
 
 def count_problems(report: Report) -> int:
@@ -82,14 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--compile-backend",
         default=None,
-        choices=("eager", "aot_eager", "inductor"),
+        choices=COMPILE_BACKENDS,
         help="backend for torch.compile targets (default: pyproject's compile-backend, else eager: fast, same graph breaks)",
     )
     check.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
     check.add_argument(
         "--draft",
         default=None,
-        choices=("auto", "always"),
+        choices=DRAFT_MODES,
         help="when draft export runs after your plain torch.export.export: auto (it failed, or the program calls custom ops) or always "
         "(default: pyproject's draft-export, else auto)",
     )

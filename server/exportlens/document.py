@@ -23,7 +23,8 @@ from exportlens import notebook
 from exportlens.model import Diagnostic, Fix, TargetResult, TextEdit
 from exportlens.source import Reader
 
-SUFFIXES = (".py", ".pyw", notebook.SUFFIX)  # the files ExportLens checks as documents
+PYTHON_SUFFIXES = (".py", ".pyw")  # Python files: each runs as itself
+SUFFIXES = (*PYTHON_SUFFIXES, notebook.SUFFIX)  # the files ExportLens checks as documents (the one list)
 
 
 class Mapper(Protocol):

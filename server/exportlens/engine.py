@@ -24,6 +24,7 @@ from exportlens import codes, deprecated, document, findings, project, suppress,
 from exportlens.document import Document
 from exportlens.findings import placement
 from exportlens.model import INFORMATION, Diagnostic, Range, Report, TargetResult
+from exportlens.options import COMPILE_BACKENDS, DEFAULT_TIMEOUT, DRAFT_MODES
 from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
@@ -35,12 +36,12 @@ class EngineSettings:
     """What one engine runs with; frozen: other settings are another engine (`Engine.with_settings`)."""
 
     python: str | None = None  # the interpreter with the user's torch; None = this one
-    timeout: float = 120.0  # seconds per job
+    timeout: float = DEFAULT_TIMEOUT  # seconds per job
     memory_mb: int = 8192  # address space a job may add; 0 = unlimited
     extra_targets: list[str] = field(default_factory=list)  # "path.py:factory", relative to the root
     warmup: bool = True
     jobs: int = field(default_factory=default_jobs)  # jobs at once (each is a process tree), queued FIFO
-    compile_backend: str = "eager"  # graph breaks are the same; aot_eager/inductor for the ablation
+    compile_backend: str = COMPILE_BACKENDS[0]  # graph breaks are the same with each; the others for the ablation
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
     draft: str | None = None  # when draft export runs: "auto" (plain export failed, or custom ops), "always"; None: not given
@@ -48,7 +49,7 @@ class EngineSettings:
     def draft_for(self, cfg: project.ProjectConfig) -> str:
         """When draft export runs for a document of this project: the front end's choice, else the
         document's own `[tool.exportlens] draft-export` (a folder may ask for it), else "auto"."""
-        return self.draft or cfg.draft_export or "auto"
+        return self.draft or cfg.draft_export or DRAFT_MODES[0]
 
     @classmethod
     def resolved(
@@ -59,7 +60,7 @@ class EngineSettings:
         timeout: float | None = None,
         compile_backend: str | None = None,
         draft: str | None = None,
-        default_timeout: float = 120.0,
+        default_timeout: float = DEFAULT_TIMEOUT,
         knob: str = "the timeout",
         **fixed: Any,
     ) -> EngineSettings:
@@ -648,7 +649,7 @@ def _attach_traces(result: FileResult, diags: list[Diagnostic], run_dir: str) ->
 def _suppress(result: FileResult, cache: SourceCache, cfg: project.ProjectConfig) -> None:
     """Apply `# exportlens: ignore` comments (unused ones are reported only after a complete run),
     then the project's `ignore` / `select` codes."""
-    files = {d.file for d in result.diagnostics if d.file.endswith((".py", ".pyw"))} | {result.path}
+    files = {d.file for d in result.diagnostics if d.file.endswith(document.PYTHON_SUFFIXES)} | {result.path}
     texts = {f: (src.text if (src := cache(f)) is not None else None) for f in files}
     complete = result.ran and all(t.status in ("ok", "problems") for t in result.targets)
     outcome = suppress.apply(result.diagnostics, texts, report_unused={result.path} if complete else None, known=codes.CODES)

@@ -19,7 +19,7 @@ from typing import Any
 
 from exportlens import codes, project
 from exportlens import fixes as gen
-from exportlens.document import Document, load
+from exportlens.document import PYTHON_SUFFIXES, Document, load
 from exportlens.fixes.common import Offer
 from exportlens.fixes.suppress_fix import ignore_fix as ignore_comment
 from exportlens.model import Diagnostic, Fix, TextEdit
@@ -76,7 +76,7 @@ def ignore_fix(d: Diagnostic, read: Reader = read_disk, document: Document | Non
     """ "Ignore this problem on this line": an `# exportlens: ignore[code]` comment (editors offer it last)."""
     doc = document if document is not None else load(d.file)
     ran = doc.mapper.unmap(d)
-    if ran is None or not codes.suppressible(ran.code) or not ran.file.endswith((".py", ".pyw")):
+    if ran is None or not codes.suppressible(ran.code) or not ran.file.endswith(PYTHON_SUFFIXES):
         return None
     text = doc.reader(read)(ran.file)
     fix = ignore_comment(text, ran.file, ran.range.start.line, ran.code) if text is not None else None

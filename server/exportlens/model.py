@@ -6,6 +6,7 @@ Everything here is standard library only so the worker, the server and the CLI c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -320,3 +321,21 @@ class Report:
         if show_ignored:
             out["ignored"] = [d.to_json() for d in self.ignored]
         return out
+
+
+def where(shown: str, cell: int | None, rng: Range) -> str:
+    """`file:line:col`, or `nb.ipynb:cell N:line:col` in a notebook (N 0-based over all cells, line in the cell)."""
+    cell_part = f"cell {cell}:" if cell is not None else ""
+    return f"{shown}:{cell_part}{rng.start.line + 1}:{rng.start.character + 1}"
+
+
+def text_lines(d: Diagnostic, shown: Callable[[str], str], level: str | None = None, *, related: bool = True) -> list[str]:
+    """A diagnostic as compiler-style lines, `file:line:col: level[code]: message` (the one home of
+    that format: the CLI's text report and the pytest plugin's failures), the message's further
+    lines indented, then (`related`) each related place as a `note`. `shown` spells a file."""
+    first, *rest = d.message.splitlines() or [""]
+    out = [f"{where(shown(d.file), d.cell, d.range)}: {level or SEVERITY_NAMES.get(d.severity, 'note')}[{d.code}]: {first}"]
+    out.extend(f"    {line}" for line in rest)
+    if related:
+        out.extend(f"    {where(shown(rel.file), rel.cell, rel.range)}: note: {rel.message}" for rel in d.related)
+    return out

@@ -7,6 +7,9 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
+from exportlens.document import PYTHON_SUFFIXES, SUFFIXES
+from exportlens.options import COMPILE_BACKENDS, DRAFT_MODES, MAX_TIMEOUT
+
 MARKERS = ("pyproject.toml", ".git", "setup.py", "setup.cfg")
 SKIP_DIRS = {
     ".git",
@@ -28,8 +31,6 @@ SKIP_DIRS = {
 }
 
 
-BACKENDS = ("eager", "aot_eager", "inductor")
-DRAFT_MODES = ("auto", "always")  # when draft export runs after the user's plain export (engine.EngineSettings.draft)
 KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude", "draft-export")
 
 
@@ -149,8 +150,8 @@ def _apply(cfg: ProjectConfig, key: str, value: object) -> str | None:
         else:
             cfg.select = codes
     elif key == "timeout":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 86400:
-            return f"timeout must be a number of seconds between 0 and 86400, got {value!r}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TIMEOUT:
+            return f"timeout must be a number of seconds between 0 and {MAX_TIMEOUT:.0f}, got {value!r}"
         cfg.timeout = float(value)
     elif key == "python":
         if not isinstance(value, str) or not value.strip():
@@ -158,8 +159,8 @@ def _apply(cfg: ProjectConfig, key: str, value: object) -> str | None:
         value = os.path.expanduser(value.strip())
         cfg.python = os.path.normpath(os.path.join(cfg.root, value)) if os.sep in value or "/" in value else value
     elif key == "compile-backend":
-        if value not in BACKENDS:
-            return f"compile-backend must be one of {', '.join(BACKENDS)}, got {value!r}"
+        if value not in COMPILE_BACKENDS:
+            return f"compile-backend must be one of {', '.join(COMPILE_BACKENDS)}, got {value!r}"
         cfg.compile_backend = str(value)
     elif key == "draft-export":
         if value not in DRAFT_MODES:
@@ -228,10 +229,10 @@ _OWN_PACKAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 
 
 def python_files(path: str, exclude: list[str] | None = None, root: str | None = None, *, notebooks: bool = False) -> list[str]:
-    """`path` itself if a file, else every .py file (and .ipynb with `notebooks`) under it, skipping
+    """`path` itself if a file, else every Python file (and notebook with `notebooks`) under it, skipping
     venvs, caches, hidden files and the `exclude` globs (matched relative to `root`; a file named
     directly is never excluded)."""
-    suffixes = (".py", ".ipynb") if notebooks else (".py",)
+    suffixes = SUFFIXES if notebooks else PYTHON_SUFFIXES
     if os.path.isfile(path):
         return [os.path.abspath(path)]
     base = os.path.abspath(root or path)

@@ -39,7 +39,7 @@ class JobSpec(TypedDict):
     lines: dict[str, int]  # factory name (or "model") → its line, for placing its findings
     compile: bool  # watch torch.compile calls
     trace: bool  # watch torch.jit.trace calls
-    compile_backend: NotRequired[str]  # eager | aot_eager | inductor
+    compile_backend: NotRequired[str]  # one of options.COMPILE_BACKENDS
     save_op_profiles: NotRequired[bool]  # write draft export's op profiles next to the file
     trace_dir: NotRequired[str]  # keep draft export's structured trace (TORCH_DTRACE, for tlparse) in this folder
     source: NotRequired[str | None]  # the text the server planned: the job runs it, not the disk (None: read the file)

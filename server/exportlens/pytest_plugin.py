@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from exportlens import document, notebook
-from exportlens.model import ERROR, WARNING, Diagnostic, TargetResult
+from exportlens import document
+from exportlens.document import SUFFIXES
+from exportlens.model import Diagnostic, TargetResult, text_lines
+from exportlens.options import DEFAULT_TIMEOUT
 
-LEVEL = {ERROR: "error", WARNING: "warning"}
 FAILED = ("error", "timeout", "crashed")
 _KEY = pytest.StashKey["_Runner"]()
 
@@ -34,7 +35,9 @@ _KEY = pytest.StashKey["_Runner"]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("exportlens", "ExportLens: torch.export / compile / trace targets as test items")
     group.addoption("--exportlens", action="store_true", default=False, help="collect every ExportLens target in the given paths as a test item")
-    group.addoption("--exportlens-timeout", type=float, default=None, metavar="S", help="seconds per file (default: pyproject's timeout, else 120)")
+    group.addoption(
+        "--exportlens-timeout", type=float, default=None, metavar="S", help=f"seconds per file (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f})"
+    )
     group.addoption(
         "--exportlens-python", default=None, metavar="PYTHON", help="interpreter with torch for the worker (default: pyproject's python, else this one)"
     )
@@ -66,7 +69,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     runner = parent.config.stash.get(_KEY, None)
-    if runner is None or file_path.suffix not in (".py", notebook.SUFFIX) or not runner.wanted(file_path):
+    if runner is None or file_path.suffix not in SUFFIXES or not runner.wanted(file_path):
         return None
     return ExportLensFile.from_parent(parent, path=file_path)
 
@@ -180,15 +183,12 @@ class ExportLensItem(pytest.Item):
 
 def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:
     """Compiler-style lines, `file:line:col: error[code]: message`, paths relative to pytest's root."""
-    out = []
-    for d in diags:
+
+    def shown(file: str) -> str:
         try:
-            shown = os.path.relpath(d.file, config.rootpath)
+            rel = os.path.relpath(file, config.rootpath)
         except ValueError:
-            shown = d.file
-        shown = d.file if shown.startswith("..") else shown
-        first, *rest = d.message.splitlines() or [""]
-        cell = "" if d.cell is None else f"cell {d.cell}:"
-        out.append(f"{shown}:{cell}{d.range.start.line + 1}:{d.range.start.character + 1}: {LEVEL.get(d.severity, 'note')}[{d.code}]: {first}")
-        out.extend(f"    {line}" for line in rest)
-    return "\n".join(out)
+            return file
+        return file if rel.startswith("..") else rel
+
+    return "\n".join(line for d in diags for line in text_lines(d, shown, related=False))

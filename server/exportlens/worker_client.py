@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO, Any
 
+from exportlens.options import DEFAULT_TIMEOUT
 from exportlens.protocol import DoneEvent, JobEvent, JobSpec, Request, RunRequest
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -275,7 +276,7 @@ class WorkerClient:
         self._proc.stdin.write(_line(message))
         await self._proc.stdin.drain()
 
-    async def run(self, job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
+    async def run(self, job: JobSpec, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         """Run one job; yield its `started`, `target` … events, ending with `done`.
 
         Waits for a free slot first (FIFO). Cancelling the consumer kills the job's process tree.

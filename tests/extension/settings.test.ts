@@ -78,11 +78,11 @@ describe('parseSettings', () => {
     assert.deepEqual(warnings, ['exportlens.draftExport must be "auto" or "always", not "never"; using "auto"']);
   });
 
-  it('clamps the timeout into 1..3600 and says so', () => {
+  it('clamps the timeout into 1..86400 and says so', () => {
     assert.equal(parseSettings({ timeoutSeconds: 0 }).settings.timeoutSeconds, 1);
     const high = parseSettings({ timeoutSeconds: 99999 });
-    assert.equal(high.settings.timeoutSeconds, 3600);
-    assert.deepEqual(high.warnings, ['exportlens.timeoutSeconds 99999 is outside 1..3600; using 3600']);
+    assert.equal(high.settings.timeoutSeconds, 86400);
+    assert.deepEqual(high.warnings, ['exportlens.timeoutSeconds 99999 is outside 1..86400; using 86400']);
     assert.equal(parseSettings({ timeoutSeconds: Number.NaN }).settings.timeoutSeconds, 120);
   });
 

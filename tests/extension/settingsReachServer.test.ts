@@ -71,3 +71,48 @@ describe('every package.json setting reaches the server', () => {
     });
   }
 });
+
+/** What the client makes of one raw value of `key` (every other setting at its default). */
+function parsedOne(key: string, value: unknown): { value: unknown; warnings: string[] } {
+  const { settings, warnings } = parseSettings({ [key]: value });
+  const field = key === 'trace.server' ? 'traceServer' : key;
+  return { value: (settings as unknown as Record<string, unknown>)[field], warnings };
+}
+
+// The client checks values by the same defaults, bounds and enums package.json declares (and
+// tests/lsp/test_settings_contract.py holds package.json and the server to server/exportlens/options.py).
+describe('the client parses every setting by what package.json declares', () => {
+  for (const [name, p] of Object.entries(properties)) {
+    const key = name.slice(PREFIX.length);
+    it(`${key}: its default is package.json's`, () => {
+      assert.deepEqual(parsedOne(key, undefined), { value: p.default, warnings: [] });
+    });
+    if (p.enum !== undefined) {
+      const allowed = p.enum;
+      it(`${key}: takes every value of its enum, and nothing else`, () => {
+        for (const value of allowed) {
+          assert.deepEqual(parsedOne(key, value), { value, warnings: [] });
+        }
+        const bad = parsedOne(key, `not-${allowed[0]}`);
+        assert.equal(bad.value, p.default);
+        assert.equal(bad.warnings.length, 1);
+      });
+    }
+    if (p.minimum !== undefined || p.maximum !== undefined) {
+      const low = p.minimum ?? -Infinity;
+      const high = p.maximum ?? Infinity;
+      it(`${key}: takes ${low}..${high} and clamps what is outside`, () => {
+        assert.deepEqual(parsedOne(key, low), { value: low, warnings: [] });
+        assert.deepEqual(parsedOne(key, high), { value: high, warnings: [] });
+        for (const [outside, clamped] of [
+          [high + 1, high],
+          [low - 0.5, low],
+        ] as const) {
+          const got = parsedOne(key, outside);
+          assert.equal(got.value, clamped);
+          assert.equal(got.warnings.length, 1);
+        }
+      });
+    }
+  }
+});

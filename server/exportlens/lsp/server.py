@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from exportlens import __version__
-from exportlens.document import Document
+from exportlens.document import PYTHON_SUFFIXES, Document
 from exportlens.lsp.actions import Actions
 from exportlens.lsp.convert import path_of
 from exportlens.lsp.handshake import Replay
@@ -217,7 +217,7 @@ def _arg_path(arg: Any) -> str | None:
 
 
 def _is_python(uri: str, language_id: str | None = None) -> bool:
-    return language_id == "python" or uri.endswith((".py", ".pyw"))
+    return language_id == "python" or uri.endswith(PYTHON_SUFFIXES)
 
 
 def register_lifecycle(server: ExportLensServer) -> None:

@@ -1,37 +1,46 @@
 """The server's settings: the `exportlens` section of the client's configuration.
 
 Values come from `initializationOptions.settings`, then `workspace/configuration` and
-`workspace/didChangeConfiguration`. Anything malformed falls back to the default rather than
-failing: a typo in settings.json must not stop the server.
+`workspace/didChangeConfiguration`. Anything malformed (a wrong type, a value outside its enum or
+bounds) keeps the last good value rather than failing: a typo in settings.json must not stop the
+server. Each setting's default, bounds and enum are its record in `options.py`, the one home the
+client's copy and package.json are checked against.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from exportlens.options import BY_KEY, OPTIONS
 
 SECTION = "exportlens"
 RUN_ON_SAVE = "onSave"
 RUN_MANUAL = "manual"
-VERIFY_ON, VERIFY_OFF = "on", "off"
-UNHELPFUL_LAST, UNHELPFUL_HIDE = "last", "hide"
-# Settings package.json declares that only the client reads: VS Code's language client logs the
-# LSP traffic itself for `trace.server`; the server gets nothing to do with it.
-CLIENT_ONLY_KEYS = frozenset({"trace.server"})
+VERIFY_ON, VERIFY_OFF = BY_KEY["verifyFixes"].enum or ()
+UNHELPFUL_LAST, UNHELPFUL_HIDE = BY_KEY["unhelpfulFixes"].enum or ()
+# Settings package.json declares that only the client reads (VS Code's language client logs the
+# LSP traffic itself for `trace.server`): the server gets nothing to do with them.
+CLIENT_ONLY_KEYS = frozenset(o.key for o in OPTIONS if o.client_only)
+
+
+def _default(key: str) -> Any:
+    return BY_KEY[key].default
 
 
 @dataclass
 class Settings:
     interpreter: str | None = None  # python for the worker; None = the server's own
-    timeout_seconds: float = 120.0
-    run: str = RUN_ON_SAVE
+    timeout_seconds: float = _default("timeoutSeconds")
+    run: str = _default("run")
     targets: list[str] = field(default_factory=list)  # extra "path/file.py:factory" targets
-    compile_backend: str = "eager"  # torch.compile targets: eager | aot_eager | inductor
-    draft_export: str = "auto"  # auto: draft export only where the user's export failed or calls custom ops; always
-    jobs: int | None = None  # jobs at once (files saved together queue FIFO); None = one per core
-    verify_fixes: str = VERIFY_ON  # re-run each fix in memory after publishing, and say what it did
-    verify_budget_seconds: float = 30.0  # for all fixes of one file's run
-    unhelpful_fixes: str = UNHELPFUL_LAST  # fixes verified as no-effect/breaks: listed last, or hidden
+    compile_backend: str = _default("compileBackend")  # torch.compile targets (options.COMPILE_BACKENDS)
+    draft_export: str = _default("draftExport")  # auto: draft export only where the user's export failed or calls custom ops; always
+    jobs: int | None = _default("jobs")  # jobs at once (files saved together queue FIFO); None = one per core
+    verify_fixes: str = _default("verifyFixes")  # re-run each fix in memory after publishing, and say what it did
+    verify_budget_seconds: float = _default("verifyBudgetSeconds")  # for all fixes of one file's run
+    unhelpful_fixes: str = _default("unhelpfulFixes")  # fixes verified as no-effect/breaks: listed last, or hidden
 
     @classmethod
     def parse(cls, raw: Any, base: Settings | None = None) -> Settings:
@@ -45,34 +54,32 @@ class Settings:
         if isinstance(interp, list):  # VS Code's python.interpreter style: ["path", *args]
             interp = interp[0] if interp and isinstance(interp[0], str) else None
         out.interpreter = interp.strip() or None if isinstance(interp, str) else None
-        out.timeout_seconds = _seconds(raw.get("timeoutSeconds"), 86400, out.timeout_seconds)
-        run = raw.get("run", out.run)
-        if run in (RUN_ON_SAVE, RUN_MANUAL):
-            out.run = run
-        backend = raw.get("compileBackend", out.compile_backend)
-        if backend in ("eager", "aot_eager", "inductor"):
-            out.compile_backend = backend
-        draft = raw.get("draftExport", out.draft_export)
-        if draft in ("auto", "always"):
-            out.draft_export = draft
-        jobs = raw.get("jobs", out.jobs)
-        if jobs is None or isinstance(jobs, int) and not isinstance(jobs, bool) and 1 <= jobs <= 256:
-            out.jobs = jobs
-        verify = raw.get("verifyFixes", out.verify_fixes)
-        if verify in (VERIFY_ON, VERIFY_OFF):
-            out.verify_fixes = verify
-        out.verify_budget_seconds = _seconds(raw.get("verifyBudgetSeconds"), 3600, out.verify_budget_seconds)
-        unhelpful = raw.get("unhelpfulFixes", out.unhelpful_fixes)
-        if unhelpful in (UNHELPFUL_LAST, UNHELPFUL_HIDE):
-            out.unhelpful_fixes = unhelpful
+        out.timeout_seconds = float(_valid(raw, "timeoutSeconds", out.timeout_seconds))
+        out.run = _valid(raw, "run", out.run)
+        out.compile_backend = _valid(raw, "compileBackend", out.compile_backend)
+        out.draft_export = _valid(raw, "draftExport", out.draft_export)
+        out.jobs = _valid(raw, "jobs", out.jobs)
+        out.verify_fixes = _valid(raw, "verifyFixes", out.verify_fixes)
+        out.verify_budget_seconds = float(_valid(raw, "verifyBudgetSeconds", out.verify_budget_seconds))
+        out.unhelpful_fixes = _valid(raw, "unhelpfulFixes", out.unhelpful_fixes)
         targets = raw.get("targets", out.targets)
         if isinstance(targets, list):
             out.targets = [t for t in targets if isinstance(t, str)]
         return out
 
 
-def _seconds(value: object, most: float, current: float) -> float:
-    """A number of seconds in (0, most], else the current value (a bad setting keeps the last good one)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= most:
-        return float(value)
-    return current
+def _valid(raw: dict[str, Any], key: str, current: Any) -> Any:
+    """`raw[key]` if its record (`options.py`) allows it (its enum, its type and bounds; an absent
+    optional integer is None), else the current value (a bad setting keeps the last good one)."""
+    if key not in raw:
+        return current
+    value, option = raw[key], BY_KEY[key]
+    if option.enum is not None:
+        return value if value in option.enum else current
+    if value is None and option.default is None:
+        return None
+    if not isinstance(value, int if option.type == "integer" else (int, float)) or isinstance(value, bool):
+        return current
+    lowest = option.minimum if option.minimum is not None else -math.inf
+    highest = option.maximum if option.maximum is not None else math.inf
+    return value if lowest <= value <= highest else current  # NaN is in no range

@@ -409,7 +409,7 @@ class Zygote:
 
     def start(self, request: dict[str, Any]) -> None:
         jobdir = tempfile.mkdtemp(prefix="exportlens-job-")
-        timeout = float(request.get("timeout") or 120.0)
+        timeout = float(request["timeout"])  # the client always sends it (`RunRequest.timeout`); `_handle` checked it
         memory_mb = int(request.get("memory_mb") or 0)
         background = bool(request.get("background"))
         spare = None if background else self._take_spare()  # the warm spares are for jobs somebody waits for
@@ -658,6 +658,10 @@ class Zygote:
             return
         op = request.get("op")
         if op == "run":
+            timeout = request.get("timeout")
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+                self.send({"event": "error", "message": f"a run request needs its timeout in seconds, got {timeout!r}"})
+                return
             self.start(request)
         elif op == "cancel":
             self.cancel(str(request.get("id")))
