@@ -113,7 +113,7 @@ def test_fixes_are_one_layer_of_pure_text_functions() -> None:
         return seen
 
     fixes = [mod for mod in graph if mod == "exportlens.fixes" or mod.startswith("exportlens.fixes.")]
-    assert "exportlens.fixes.fixers" in fixes
+    assert "exportlens.fixes.data_dependent_fix" in fixes
     bad = {mod: sorted(i for i in reached(mod) if i.startswith(above)) for mod in fixes}
     assert {m: d for m, d in bad.items() if d} == {}
     writes = [s for s in _source_lines(r"\bwrite_source\b|\.write_text\(|\bopen\(") if s.startswith("fixes/")]

@@ -4,8 +4,9 @@
     .venv/bin/python tools/record_events.py CASE...         # only these cases
     .venv/bin/python tools/record_events.py --expected-only # keep the events, recompute <case>.expected.json (no torch)
 
-Each case (tests/torchfree/replay.py lists them: every example in examples/EXPECTED.json and the
-files under tests/fixtures/events/sources/) is checked once through the real engine and worker;
+Each case (tests/torchfree/replay.py finds them: every example in examples/EXPECTED.json, and each
+file under tests/fixtures/events/sources/ that opens with its docstring, or folder there with a
+model.py) is checked once through the real engine and worker;
 the job the engine sent and every event the worker answered go to tests/fixtures/events/<case>.json.
 Then the recording is replayed without torch and the result goes to <case>.expected.json.
 

@@ -4,7 +4,7 @@ Codes are stable strings: editors, CI filters and SARIF consumers (GitHub code s
 alerts by rule id) depend on them, so a code is never renamed once shipped. Everything known about
 a code lives in its record - title, help text, default severity (and so whether it is a problem),
 documentation link, the type of its `Diagnostic.data` (`protocol.py`) and its fixers
-(`fixes/fixers.py`) - so the CLI, the language server, the SARIF writer and the fix registry say
+(each beside the generators it calls, under `fixes/`) - so the CLI, the language server, the SARIF writer and the fix registry say
 the same thing. No torch: the server, the CLI and the fixes import it (the worker does not).
 """
 
@@ -15,8 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import protocol
-from .fixes import fixers
-from .fixes.fixers import Fixer
+from .fixes.common import Fixer
+from .fixes.compile_fixes import compile_finding
+from .fixes.data_dependent_fix import data_dependent
+from .fixes.deprecated_fix import deprecated_api
+from .fixes.dynamic_shapes_fix import dim_specialized, guard_added
+from .fixes.fake_kernel import missing_fake_kernel
+from .fixes.mismatch_fix import mismatched_fake_kernel
+from .fixes.suppress_fix import unused_ignore
 from .model import ERROR, HINT, INFORMATION, WARNING, Diagnostic, Range, Related, Verification, is_problem
 
 # Documentation roots. PyTorch moved its compiler pages under user_guide/torch_compiler/ (the
@@ -52,6 +58,10 @@ class CodeInfo:
     one_per_message: bool = field(default=False, kw_only=True)  # findings on one line stay apart when their messages differ (engine.py)
     compile_finding: bool = field(default=False, kw_only=True)  # torch.compile's: a fix passes once none is left, no plain export judges it (verify.py)
     passes: str = field(default="export passes ✓", kw_only=True)  # what a verified fix that leaves no problem says (model.Verification.words)
+    # its row of the README's table of codes (tools/codes_table.py writes it): what happened, and
+    # the fix it offers ("—": none; a code with fixers says what they do)
+    shows: str = field(default="", kw_only=True)
+    offers: str = field(default="—", kw_only=True)
 
     @property
     def problem(self) -> bool:
@@ -72,7 +82,12 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         GUARD_ON_DATA_DEPENDENT_URL,
         data=protocol.DataDependentData | protocol.TorchBugData,
-        fixers=(fixers.data_dependent,),
+        fixers=(data_dependent,),
+        shows="export could not decide a condition or a size that depends on tensor data (`if n > 2`, `if x.sum() > 0`, `x.split(n)`)",
+        offers=(
+            "`torch._check(...)` above the statement (observed branch preferred, the other as alternative); a"
+            " `torch.cond` rewrite for tensor conditions; pinning the value where only that works (`split`)"
+        ),
     ),
     CodeInfo(
         "missing-fake-kernel",
@@ -85,7 +100,12 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         REGISTER_FAKE_URL,
         data=protocol.FakeKernelData,
-        fixers=(fixers.fake_kernel,),
+        fixers=(missing_fake_kernel,),
+        shows="a custom op has no fake kernel; placed on every call site and on the op's definition",
+        offers=(
+            "a generated `@op.register_fake` kernel (dims equal to an input's are kept, the others become "
+            "`new_dynamic_size()`); `--save-op-profiles` writes torch's YAML profiles"
+        ),
     ),
     CodeInfo(
         "mismatched-fake-kernel",
@@ -98,7 +118,9 @@ _TABLE: tuple[CodeInfo, ...] = (
         WARNING,
         REGISTER_FAKE_URL,
         data=protocol.FakeKernelData,
-        fixers=(fixers.mismatched_fake_kernel,),
+        fixers=(mismatched_fake_kernel,),
+        shows="the fake kernel disagrees with the real one (dtype, size); on the call, the definition and the fake",
+        offers="the existing fake function corrected from the real metadata",
     ),
     CodeInfo(
         "guard-added",
@@ -113,7 +135,20 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         EXPORT_PROGRAMMING_MODEL_URL,
         data=protocol.GuardAddedData,
-        fixers=(fixers.guard_added,),
+        fixers=(guard_added,),
+        shows=(
+            "your `torch.export.export` fails with a constraint violation: a dimension marked dynamic "
+            '(`Dim("seq", min=4, max=64)`) is narrowed, tied or fixed by the code, or the example has size '
+            "0/1 there; one finding per violated dimension, on the line whose guard violated it (inside a "
+            "library: your call into it, the library's line related)"
+        ),
+        offers=(
+            "torch's own suggestion, edited where you wrote the Dim (bound to a name, inline, in a helper): a"
+            ' narrower range (`Dim("seq", min=17, max=64)`), a derived dimension (`_n = Dim("_n", min=1, '
+            "max=512)` above, then `n = 2 * _n`); for a 0/1 size, the example's literal size (`(1, 1)` → `(1,"
+            " 2)`); a `torch.cond` rewrite of your `if` that fixed it; `Dim.STATIC` only as the alternative "
+            "that gives the dimension up"
+        ),
     ),
     CodeInfo(
         "export-error",
@@ -126,6 +161,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         data=protocol.ExportErrorData,
         breaks_target=True,
         one_per_message=True,
+        shows="export itself raised (wrong inputs, a torch error)",
     ),
     CodeInfo(
         "graph-break",
@@ -138,9 +174,17 @@ _TABLE: tuple[CodeInfo, ...] = (
         WARNING,
         GRAPH_BREAKS_URL,
         data=protocol.GraphBreakData,
-        fixers=(fixers.compile_finding,),
+        fixers=(compile_finding,),
         compile_finding=True,
         passes="no graph break left ✓",
+        shows=(
+            "`torch.compile` breaks the graph (dynamo's own logs, with the gb id and its page), on the line torch names: dynamo's own user stack for the break"
+        ),
+        offers=(
+            "where dynamo's log says what helps: a `torch.cond` rewrite of a data-dependent branch, "
+            "`capture_scalar_outputs` for `.item()`, a reorderable logging function for `print`, "
+            "`@torch.compiler.disable` on an untraceable helper; the other hints in the message and `data`"
+        ),
     ),
     CodeInfo(
         "recompile",
@@ -152,9 +196,18 @@ _TABLE: tuple[CodeInfo, ...] = (
         WARNING,
         RECOMPILATION_URL,
         data=protocol.RecompileData,
-        fixers=(fixers.compile_finding,),
+        fixers=(compile_finding,),
         compile_finding=True,
         passes="no recompile left ✓",
+        shows=(
+            "`torch.compile` recompiles a function, on the failed guard's user stack: one finding per "
+            "recompiled function, with what changed between the calls, and dynamo's resume functions named by"
+            " the function they continue"
+        ),
+        offers=(
+            "`dynamic=False` dropped from the `torch.compile` call where it forces the recompiles; the other "
+            "hints (a dimension marked dynamic, a number passed as a tensor) in the message and `data`"
+        ),
     ),
     CodeInfo(
         "tracer-warning",
@@ -166,6 +219,12 @@ _TABLE: tuple[CodeInfo, ...] = (
         WARNING,
         JIT_TRACE_URL,
         data=protocol.TracerWarningData,
+        shows=(
+            "`torch.jit.trace` records a value as a constant, placed through the `# path:line:col` suffixes; "
+            "one per distinct place and warning text, with how often the trace raised it (past 50 places the "
+            "rest are counted in one more finding); TorchScript is deprecated, so each message ends with the "
+            "equivalent `torch.export.export(...)` call (a function is wrapped in an `nn.Module`)"
+        ),
     ),
     CodeInfo(
         "trace-check-failed",
@@ -177,6 +236,10 @@ _TABLE: tuple[CodeInfo, ...] = (
         ERROR,
         JIT_TRACE_URL,
         data=protocol.TraceCheckFailedData,
+        shows=(
+            "`torch.jit.trace`'s check re-ran the traced graph and it disagrees with eager execution; the "
+            "message ends with the equivalent `torch.export.export(...)` call"
+        ),
     ),
     CodeInfo(
         "syntax-error",
@@ -188,6 +251,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         PYTHON_SYNTAX_ERROR_URL,
         data=protocol.SyntaxErrorData,
         breaks_target=True,
+        shows="the file (or a helper it imports) is not valid Python; nothing else breaks",
     ),
     CodeInfo(
         "worker-crashed",
@@ -201,6 +265,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         data=protocol.CrashData,
         breaks_target=True,
         one_per_message=True,
+        shows="the job's process died (a segfault, `os._exit`, out of memory); the next check starts a fresh one",
     ),
     CodeInfo(
         "worker-timeout",
@@ -213,6 +278,10 @@ _TABLE: tuple[CodeInfo, ...] = (
         data=protocol.CrashData,
         breaks_target=True,
         one_per_message=True,
+        shows=(
+            "the job took longer than its timeout (`exportlens.timeoutSeconds`, `--timeout`, `timeout` in "
+            "pyproject.toml); what torch reported before it still counts"
+        ),
     ),
     CodeInfo(
         "target-error",
@@ -225,6 +294,10 @@ _TABLE: tuple[CodeInfo, ...] = (
         data=protocol.TargetErrorData,
         breaks_target=True,
         one_per_message=True,
+        shows=(
+            "your own code raised before export could start (importing the module, calling the factory, "
+            "running the model eagerly); placed on your innermost line"
+        ),
     ),
     CodeInfo(
         "no-target",
@@ -236,6 +309,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         INFORMATION,
         None,
         data=protocol.NoData,
+        shows="the file names nothing to analyse; the message says how to declare a target",
     ),
     # Added after the first release: new codes go last, so SARIF rule indices stay stable.
     CodeInfo(
@@ -249,6 +323,11 @@ _TABLE: tuple[CodeInfo, ...] = (
         INFORMATION,
         DRAFT_EXPORT_URL,
         data=protocol.DraftCrashData,
+        shows=(
+            "draft export (run for custom ops, or with `--draft always`) crashed but plain "
+            "`torch.export.export` passes (a PyTorch bug); the raw error and a repro command are in `data`, "
+            "your line it was running is related"
+        ),
     ),
     CodeInfo(
         "config-error",
@@ -261,6 +340,7 @@ _TABLE: tuple[CodeInfo, ...] = (
         None,
         data=protocol.NoData,
         suppressible=False,  # about pyproject.toml itself: fix the setting
+        shows="a `[tool.exportlens]` value in pyproject.toml is wrong (placed on its line)",
     ),
     CodeInfo(
         "deprecated-api",
@@ -272,7 +352,9 @@ _TABLE: tuple[CodeInfo, ...] = (
         HINT,
         TORCH_CHECK_URL,
         data=protocol.DeprecatedApiData,
-        fixers=(fixers.deprecated_api,),
+        fixers=(deprecated_api,),
+        shows="`torch._check_is_size(x)` (deprecated since torch 2.11), found statically",
+        offers="the call rewritten as `torch._check(x >= 0)` (ExportLens never suggests `_check_is_size`)",
     ),
     CodeInfo(
         "unused-ignore",
@@ -284,8 +366,10 @@ _TABLE: tuple[CodeInfo, ...] = (
         HINT,
         None,
         data=protocol.UnusedIgnoreData,
-        fixers=(fixers.unused_ignore,),
+        fixers=(unused_ignore,),
         suppressible=False,  # about the ignore comments themselves
+        shows="an `# exportlens: ignore` comment silences nothing",
+        offers="removing it",
     ),
     CodeInfo(
         "dim-specialized",
@@ -299,7 +383,17 @@ _TABLE: tuple[CodeInfo, ...] = (
         WARNING,
         EXPORT_PROGRAMMING_MODEL_URL,
         data=protocol.DimSpecializedData,
-        fixers=(fixers.dim_specialized,),
+        fixers=(dim_specialized,),
+        shows=(
+            "your export passes, but a dimension you asked to be dynamic (`Dim.AUTO`, `Dim.DYNAMIC`, a named "
+            "Dim) is static in the exported program: placed where it became static (your `if`, a library's "
+            "`_assert(H == self.img_size[0])` on your call into it) or on the example input for a 0/1 size, "
+            "with the size it was fixed to and why"
+        ),
+        offers=(
+            "a size ≥ 2 in the example (0/1), a `torch.cond` rewrite of your `if` (both keep the dimension "
+            "dynamic); `Dim.STATIC` to say what the program already is"
+        ),
     ),
 )
 

@@ -10,9 +10,8 @@ copied into ``TextEdit.file``. Standard library only: the server never imports t
 Entry points:
 
 * ``insert_check(text, file, line, condition)`` — ``torch._check(condition)`` above the
-  statement holding ``line`` (1-based); ``guard_check_fixes(text, file, line, outcome)`` gives
-  the observed branch (preferred) and its opposite for an ``if`` on a number;
-  ``insert_item_check(text, file, line, tensor_expr)`` binds ``.item()`` first (tensor tests).
+  statement holding ``line`` (1-based); ``insert_item_check(text, file, line, tensor_expr)``
+  binds ``.item()`` first (tensor tests).
 * ``rewrite_if_as_cond(text, file, line, tensor_names=None)`` — the ``if`` at ``line`` as
   ``torch.cond`` (preferred for tensor-valued tests).
 * ``register_fake_fix(text, file, op, profiles, definition)`` — a fake kernel after the op.
@@ -28,9 +27,7 @@ from __future__ import annotations
 
 from .apply import EditError, apply_edits, apply_fix, unified_diff
 from .check_insert import (
-    branch_condition,
     chained_conditions,
-    guard_check_fixes,
     insert_check,
     insert_checks,
     insert_item_check,
@@ -49,7 +46,6 @@ __all__ = [
     "Refusal",
     "apply_edits",
     "apply_fix",
-    "branch_condition",
     "chained_conditions",
     "capture_scalar_outputs_fix",
     "compiler_disable_fix",
@@ -60,7 +56,6 @@ __all__ = [
     "parse_suggested",
     "refine_range",
     "static_dims",
-    "guard_check_fixes",
     "insert_check",
     "insert_checks",
     "insert_item_check",

@@ -214,19 +214,6 @@ def _bind_walrus_first(
     return make_fix(file, text, new, f"{bind}, then {title[0].lower() + title[1:]}" if title else f"{bind} and add {shown}", preferred)
 
 
-def branch_condition(text: str, line: int) -> str | None:
-    """The source of the test of the ``if``/``assert`` at ``line``, as the user wrote it."""
-    located = locate_statement(text, line)
-    if isinstance(located, Refusal):
-        return None
-    _, node, _ = located
-    test = getattr(node, "test", None)
-    if not isinstance(node, (ast.If, ast.Assert)) or test is None:
-        return None
-    src = segment(split_lines(text), test)
-    return src if "\n" not in src and "\r" not in src else ast.unparse(test)
-
-
 def chained_conditions(text: str, line: int, condition: str) -> list[str]:
     """When the ``if`` at ``line`` tests ``a and b and …`` and torch could not decide ``condition``
     (one of the parts), the parts from it on: for the ``if`` to be taken each must hold, and torch
@@ -264,23 +251,6 @@ def negate(condition: str) -> str:
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
         return ast.unparse(expr.operand)
     return f"not ({condition.strip()})"
-
-
-def guard_check_fixes(text: str, file: str, line: int, outcome: bool) -> list[Fix] | Refusal:
-    """For a data-dependent ``if`` on a number: check the observed outcome (preferred) and, as
-    an alternative, its opposite. ``outcome`` is draft_export's ``result`` for the test."""
-    cond = branch_condition(text, line)
-    if cond is None:
-        return Refusal(f"no `if` test at line {line} to turn into a check")
-    taken = cond if outcome else negate(cond)
-    other = negate(cond) if outcome else cond
-    fixes: list[Fix] = []
-    for c, pref, what in ((taken, True, "the branch taken in the example"), (other, False, "the other branch")):
-        fix = insert_check(text, file, line, c, preferred=pref, title=f"Add `torch._check({c})` (assume {what})")
-        if isinstance(fix, Refusal):
-            return fix
-        fixes.append(fix)
-    return fixes
 
 
 def insert_item_check(text: str, file: str, line: int, tensor_expr: str, *, preferred: bool = False) -> Fix | Refusal:

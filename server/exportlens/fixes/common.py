@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from exportlens.model import Fix, Position, Range, TextEdit
+from exportlens.model import Diagnostic, Fix, Position, Range, TextEdit
+from exportlens.source import Reader
 
 from .text import line_start_position, newline_of, parse, split_lines
 
@@ -35,6 +36,12 @@ class Offer:
                 self.refusals.append(result.reason)
             return []
         return result if isinstance(result, list) else [result]
+
+
+# A code's fixer: a diagnostic and the CURRENT texts (`read`) → its fixes, each generator's refusal
+# handed to `offer.take` so the reasons come back with the fixes (`fix_registry.refusals_for`).
+# It lives beside the generators it calls, and the code's record in `codes.py` names it.
+Fixer = Callable[[Diagnostic, Reader, Offer], list[Fix]]
 
 
 def line_edits(file: str, old: str, new: str) -> tuple[TextEdit, ...]:

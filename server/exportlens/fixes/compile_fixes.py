@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ast
 
-from exportlens.model import Fix
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import Reader
 
-from .common import Refusal, import_torch_insertion, insert_lines, make_fix, parse_or_refuse, stmt_start_line, torch_binding
+from .common import Offer, Refusal, import_torch_insertion, insert_lines, make_fix, parse_or_refuse, stmt_start_line, torch_binding
+from .cond_rewrite import rewrite_if_as_cond
 from .text import indent_of, newline_of, node_span, replace_spans, split_lines
 
 
@@ -114,3 +116,31 @@ def drop_dynamic_false_fix(text: str, file: str, call_line: int) -> Fix | Refusa
                 new = replace_spans(text, [(start, end, "")])
                 return make_fix(file, text, new, "Drop `dynamic=False` so torch.compile marks the changing sizes dynamic", True)
     return Refusal(f"no `dynamic=False` in a call at line {call_line}")
+
+
+# -- the fixer (codes.py names it) --------------------------------------------------------------
+
+
+def compile_finding(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """graph-break / recompile: the fixes the worker said apply, in its order of preference."""
+    out: list[Fix] = []
+    for want in d.data.get("fixes") or []:
+        kind = want.get("fix")
+        file = want.get("file") or (want.get("compile_call") or {}).get("file") or d.file
+        text = read(file)
+        if text is None:
+            continue
+        if kind == "torch_cond":
+            found = offer.take(rewrite_if_as_cond(text, file, d.range.start.line + 1))
+        elif kind == "capture_scalar_outputs":
+            found = offer.take(capture_scalar_outputs_fix(text, file))
+        elif kind == "reorderable_logging":
+            found = offer.take(reorderable_logging_fix(text, file, str(want.get("function") or "print")))
+        elif kind == "compiler_disable":
+            found = offer.take(compiler_disable_fix(text, file, int(want.get("line") or d.range.start.line + 1)))
+        elif kind == "drop_dynamic_false":
+            found = offer.take(drop_dynamic_false_fix(text, file, int((want.get("compile_call") or {}).get("line") or 0)))
+        else:
+            found = []  # pass-as-tensor, mark_dynamic, torch._check under compile: not rewritten automatically
+        out += [Fix(f.title, f.edits, not out and i == 0) for i, f in enumerate(found)]
+    return out

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 
 from exportlens.model import Diagnostic, Fix, TextEdit
-from exportlens.source import Source
+from exportlens.source import Reader, Source
+
+from .common import Offer
 
 DEPRECATED = "torch._check_is_size"
 _OLD = DEPRECATED.rpartition(".")[2]
@@ -84,3 +86,13 @@ def rewrite(text: str, d: Diagnostic) -> Fix | None:
         new = f"{module}._check({_nonneg(call.args[0], arg)})"
         return Fix(f"Replace with `{new}` (the same check, not deprecated)", (TextEdit(d.file, d.range, new),), True)
     return None
+
+
+# -- the fixer (codes.py names it) --------------------------------------------------------------
+
+
+def deprecated_api(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """deprecated-api: the deprecated call rewritten with its replacement (`rewrite`)."""
+    text = read(d.file)
+    fix = rewrite(text, d) if text is not None else None
+    return [fix] if fix is not None else []

@@ -16,9 +16,11 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from exportlens.model import Fix
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import Reader
 
-from .common import Refusal, bound_names, fresh_name, make_fix, parse_or_refuse
+from .common import Offer, Refusal, bound_names, fresh_name, make_fix, parse_or_refuse
+from .cond_rewrite import rewrite_if_as_cond
 from .spec_source import bound_name, dim_calls, dim_prefix, spec_entry, statement_of
 from .spec_source import example_size as example_site
 from .text import indent_of, newline_of, node_span, replace_spans, segment, split_lines
@@ -170,3 +172,61 @@ def example_size(text: str, file: str, call_line: int, dim: dict[str, Any], dim_
     title = f"Give the example size {size} in `{dim['spelled']}` (`{old_call}` → `{new_call}`): export specialises sizes 0 and 1; `{dim_name}` stays dynamic"
     fix = make_fix(file, text, new, title, True)
     return replace(fix, changes_example=True) if isinstance(fix, Fix) else fix
+
+
+# -- the fixers (codes.py names them) ----------------------------------------------------------
+
+
+def guard_added(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """guard-added: torch's suggested fix where the user wrote the Dim (a range, a derived dimension),
+    a larger example for a size of 0/1, a `torch.cond` rewrite of the user's `if` that fixed it to a
+    constant; `Dim.STATIC` as the alternative that gives the dimension up."""
+    call = d.data.get("export_call") or {}
+    text = read(call["file"]) if call.get("file") else None
+    if text is None:
+        return []
+    file, line = call["file"], int(call["line"])
+    name, reason, dims = str(d.data.get("name") or ""), d.data.get("reason"), d.data.get("dims") or []
+    out: list[Fix] = []
+    if reason == "zero-one":
+        out += offer.take(example_size(text, file, line, dims[0], name)) if dims else []
+    else:
+        suggested = list(d.data.get("suggested") or [])
+        s = parse_suggested(suggested).get(name)
+        if s is not None and s.kind == "range":
+            out += offer.take(refine_range(text, file, name, s.min, s.max))
+        elif s is not None and s.kind == "derived":
+            out += offer.take(derive(text, file, name, suggested))
+        if reason == "constant" or s is None:
+            out += _cond_fixes(d, read, offer)
+    named = name if any(dim.get("name") == name for dim in dims) else None
+    out += offer.take(static_dims(text, file, line, named, [] if named else dims, d.data.get("value")))
+    return out
+
+
+def dim_specialized(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """dim-specialized: a larger example for a size of 0/1, a `torch.cond` rewrite of the user's `if`
+    that fixed it (both keep the dimension dynamic); `Dim.STATIC` to say what the program already is."""
+    call = d.data.get("export_call") or {}
+    dim = d.data.get("dim") or {}
+    text = read(call["file"]) if call.get("file") else None
+    if text is None or not dim:
+        return []
+    file, line = call["file"], int(call["line"])
+    out: list[Fix] = []
+    if d.data.get("reason") == "zero-one":
+        out += offer.take(example_size(text, file, line, dim, str(dim.get("name") or dim.get("spelled"))))
+    elif d.data.get("statement_kind") == "if" and d.data.get("placed") == "guard" and not d.data.get("library"):
+        out += _cond_fixes(d, read, offer)
+    named = dim.get("name") if dim.get("kind") in ("named", "derived") else None
+    out += offer.take(static_dims(text, file, line, named, [] if named else [dim], d.data.get("value")))
+    return out
+
+
+def _cond_fixes(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """The `if` that fixed the dimension, as `torch.cond`: both paths stay, and so does the dimension."""
+    line = int(d.data.get("user_line") or 0)
+    text = read(d.file) if line and not d.data.get("library") else None
+    if text is None:
+        return []
+    return offer.take(rewrite_if_as_cond(text, d.file, line))

@@ -13,9 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from exportlens.model import Fix
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import Reader
 
 from .common import (
+    Offer,
     Refusal,
     bound_names,
     fresh_name,
@@ -396,3 +398,23 @@ def register_fake_in_project_fix(
         new = insert_lines(new, index, imp)
     title = f"Register a fake kernel for the library op `{qual}` in this file (from the shapes draft_export observed)"
     return make_fix(file, text, new, title, preferred)
+
+
+# -- the fixer (codes.py names it) --------------------------------------------------------------
+
+
+def missing_fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """missing-fake-kernel: a `register_fake` for the op, beside it or (a library's op) in the project's file."""
+    definition = d.data.get("definition")
+    if not definition or not definition.get("file"):
+        return []
+    text = read(definition["file"])
+    if text is None:
+        return []
+    if d.data.get("library"):  # the op is a library's: register its fake kernel in the project's file
+        params = library_op_params(text, definition)
+        own = read(d.file)
+        if isinstance(params, Refusal) or own is None:
+            return []
+        return offer.take(register_fake_in_project_fix(own, d.file, d.data["op"], d.data.get("profiles") or [], params))
+    return offer.take(register_fake_fix(text, definition["file"], d.data["op"], d.data.get("profiles") or [], definition))

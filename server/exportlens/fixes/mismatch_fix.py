@@ -14,9 +14,11 @@ import ast
 import re
 from typing import Any
 
-from exportlens.model import Fix
+from exportlens.model import Diagnostic, Fix
+from exportlens.source import Reader
 
 from .common import (
+    Offer,
     Refusal,
     make_fix,
     parse_or_refuse,
@@ -167,3 +169,18 @@ def mismatch_fix(
         title = "Return a fresh tensor from the fake kernel instead of its input"
         return make_fix(file, text, replace_spans(text, spans), title, preferred)
     return Refusal(f"cannot tell how to correct the fake kernel from torch's reason: {reason.strip()!r}")
+
+
+# -- the fixer (codes.py names it) --------------------------------------------------------------
+
+
+def mismatched_fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """mismatched-fake-kernel: the registered fake function corrected from the real outputs."""
+    fake = d.data.get("fake")
+    profiles = d.data.get("profiles") or []
+    if not fake or len(profiles) != 1:
+        return []
+    text = read(fake["file"])
+    if text is None:
+        return []
+    return offer.take(mismatch_fix(text, fake["file"], int(fake["line"]), d.data.get("reason", ""), profiles[0].get("out")))

@@ -14,7 +14,9 @@ import tokenize
 from dataclasses import dataclass, field
 
 from exportlens.model import Diagnostic, Fix, Range, TextEdit
-from exportlens.source import utf16_len
+from exportlens.source import Reader, utf16_len
+
+from .common import Offer
 
 DIRECTIVE = re.compile(r"#\s*exportlens:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?=\s|#|$)")
 IGNORE_TITLE = "Ignore this problem on this line"
@@ -114,3 +116,13 @@ def remove_unused_fix(text: str, d: Diagnostic) -> Fix | None:
     if start == 0 and end < len(units) // 2:  # a comment line going on after the directive: keep its indentation
         start = ignore.range.start.character
     return Fix("Remove the unused ignore", (TextEdit(d.file, Range.of(ignore.line, start, ignore.line, end), ""),), True)
+
+
+# -- the fixer (codes.py names it) --------------------------------------------------------------
+
+
+def unused_ignore(d: Diagnostic, read: Reader, offer: Offer) -> list[Fix]:
+    """unused-ignore: the unused codes (or the whole comment) removed."""
+    text = read(d.file)
+    removal = remove_unused_fix(text, d) if text is not None else None
+    return [removal] if removal is not None else []
