@@ -58,7 +58,7 @@ class CodeInfo:
     one_per_message: bool = field(default=False, kw_only=True)  # findings on one line stay apart when their messages differ (engine.py)
     compile_finding: bool = field(default=False, kw_only=True)  # torch.compile's: a fix passes once none is left, no plain export judges it (verify.py)
     passes: str = field(default="export passes ✓", kw_only=True)  # what a verified fix that leaves no problem says (model.Verification.words)
-    # its row of the README's table of codes (tools/codes_table.py writes it): what happened, and
+    # its row of the README's table of codes (tools/server_facts.py writes it): what happened, and
     # the fix it offers ("—": none; a code with fixers says what they do)
     shows: str = field(default="", kw_only=True)
     offers: str = field(default="—", kw_only=True)

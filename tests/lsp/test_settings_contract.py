@@ -87,7 +87,7 @@ def test_the_clients_copy_is_generated_from_the_records() -> None:
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    assert tool.TARGET.read_text(encoding="utf-8") == tool.render(), "extension/lib/serverFacts.ts is stale: run tools/server_facts.py"
+    assert tool.CLIENT.read_text(encoding="utf-8") == tool.client_facts(), "extension/lib/serverFacts.ts is stale: run tools/server_facts.py"
 
 
 def test_the_servers_defaults_are_the_records() -> None:

@@ -24,7 +24,7 @@ if str(ROOT / "server") not in sys.path:
 if str(ROOT / "tools") not in sys.path:
     sys.path.insert(0, str(ROOT / "tools"))
 
-import codes_table  # noqa: E402
+import server_facts  # noqa: E402
 from replay import CASES, load_expected  # noqa: E402
 
 from exportlens import protocol  # noqa: E402
@@ -128,7 +128,7 @@ def test_every_record_says_what_it_means_and_what_its_fixers_offer() -> None:
 
 def test_the_readme_table_of_codes_is_the_records() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert codes_table.render(readme) == readme, "README.md's table of codes is stale: run tools/codes_table.py"
+    assert server_facts.readme_codes(readme) == readme, "README.md's table of codes is stale: run tools/server_facts.py"
     assert all(f"| `{code}` |" in readme for code in CODES)
 
 
