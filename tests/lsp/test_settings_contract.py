@@ -10,6 +10,7 @@ bounds and enums as package.json) is tests/extension/settingsReachServer.test.ts
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import math
@@ -105,7 +106,18 @@ def test_the_server_takes_exactly_each_enum(option: Option) -> None:
     for value in option.enum:
         assert getattr(Settings.parse({option.key: value}), name) == value
     start = Settings.parse({option.key: option.enum[-1]})
-    assert getattr(Settings.parse({option.key: "not-" + option.enum[0]}, start), name) == option.enum[-1]  # kept, not taken
+    others = {v for o in OPTIONS for v in o.enum or () if v not in option.enum}  # another setting's values
+    for bad in ["not-" + option.enum[0], option.enum[0].upper(), "", None, 1, *sorted(others)]:
+        assert getattr(Settings.parse({option.key: bad}, start), name) == option.enum[-1], bad  # kept, not taken
+
+
+def test_the_servers_parser_spells_no_enum_value_or_bound() -> None:
+    """The parser takes each enum and bound from its record: one spelled in `lsp/settings.py` is a
+    second home that can drift from options.py (and so from the client and package.json)."""
+    tree = ast.parse((ROOT / "server" / "exportlens" / "lsp" / "settings.py").read_text(encoding="utf-8"))
+    spelled = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and not isinstance(n.value, bool)}
+    values = {v for o in OPTIONS for v in o.enum or ()} | {o.maximum for o in OPTIONS if o.maximum is not None}
+    assert sorted(map(str, spelled & values)) == []
 
 
 @pytest.mark.parametrize("option", [o for o in OPTIONS if o.maximum is not None], ids=lambda o: o.key)

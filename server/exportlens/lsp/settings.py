@@ -16,8 +16,7 @@ from typing import Any
 from exportlens.options import BY_KEY, OPTIONS
 
 SECTION = "exportlens"
-RUN_ON_SAVE = "onSave"
-RUN_MANUAL = "manual"
+RUN_ON_SAVE, RUN_MANUAL = BY_KEY["run"].enum or ()
 VERIFY_ON, VERIFY_OFF = BY_KEY["verifyFixes"].enum or ()
 UNHELPFUL_LAST, UNHELPFUL_HIDE = BY_KEY["unhelpfulFixes"].enum or ()
 # Settings package.json declares that only the client reads (VS Code's language client logs the
