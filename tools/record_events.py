@@ -30,6 +30,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "server")]
 from torchfree.replay import CASES, CASES_BY_NAME, EVENTS, Case, replay_sync, result_json, to_placeholders  # noqa: E402
 
 from exportlens.engine import Engine, EngineSettings  # noqa: E402
+from exportlens.options import DEFAULT_TIMEOUT  # noqa: E402
 from exportlens.protocol import JobEvent, JobSpec  # noqa: E402
 from exportlens.worker_client import WorkerClient  # noqa: E402
 
@@ -45,7 +46,7 @@ async def record(case: Case, worker: WorkerClient) -> dict[str, Any]:
     real_run = worker.run
     seen: dict[str, Any] = {"job": None, "events": []}
 
-    async def recording_run(job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
+    async def recording_run(job: JobSpec, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         seen["job"] = {k: v for k, v in json.loads(json.dumps(job)).items() if k != "source"}  # the file's own text
         async for event in real_run(job, timeout=timeout, memory_mb=memory_mb):
             seen["events"].append(json.loads(json.dumps(event)))

@@ -28,6 +28,7 @@ if str(ROOT / "server") not in sys.path:
 
 from exportlens import fix_registry as registry  # noqa: E402
 from exportlens.engine import Engine, EngineSettings, FileResult  # noqa: E402
+from exportlens.options import DEFAULT_TIMEOUT  # noqa: E402
 from exportlens.protocol import JobEvent, JobSpec  # noqa: E402
 
 EVENTS = ROOT / "tests" / "fixtures" / "events"
@@ -127,7 +128,7 @@ class ReplayWorker:
     async def close(self) -> None:
         return None
 
-    async def run(self, job: JobSpec, *, timeout: float = 120.0, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
+    async def run(self, job: JobSpec, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         self.jobs.append(job)
         if self.job is None:
             raise AssertionError(f"the recording has no job, but the engine sent {job}")
