@@ -47,7 +47,9 @@ export async function openFile(page: Page, relPath: string): Promise<void> {
   if (dir !== undefined) {
     row = row.filter({ hasText: dir });
   }
-  await row.first().waitFor({ state: 'visible', timeout: 15_000 });
+  // The first Quick Open of a session searches a cold file index while the extensions activate: on a
+  // loaded machine its row took longer than 15 s (load 15 on 2 cores), so the limit is a cold start's.
+  await row.first().waitFor({ state: 'visible', timeout: 60_000 });
   await row.first().click();
   await page.locator('.tabs-container .tab.active', { hasText: base }).waitFor({ timeout: 15_000 });
   await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().waitFor({ timeout: 15_000 });
