@@ -471,6 +471,17 @@ class _Fold:
         self.partial: dict[str, TargetEvent] = {}  # target → what torch recorded so far (streamed findings)
         self.started = time.perf_counter()
 
+    def context(self, name: str, file: str, line: int) -> findings.Context:
+        """A target's context; a module's or factory's knows where it builds its model (`targets.Declared`)."""
+        static = next((t for t in self.found.targets if t.name == name and t.declared is not None), None)
+        d = static.declared if static is not None and os.path.abspath(file) == os.path.abspath(self.path) else None
+        declared = (
+            placement.Frame(file, d.line, static.name.rsplit(":", 1)[-1] if static.how == "factory" else "<module>", d.col, d.end_line, d.end_col)
+            if d and static
+            else None
+        )
+        return findings.Context(self.root, self.cache, name, file, line, declared)
+
     def take(self, event: JobEvent) -> None:
         if event["event"] == "finding":
             self.finding(event)
@@ -513,7 +524,7 @@ class _Fold:
         """The findings of the finished targets and of what the running ones streamed."""
         out = list(self.raw)
         for name, ev in self.partial.items():
-            out += findings.from_event(findings.Context(self.root, self.cache, name, ev["file"], int(ev["line"])), ev)
+            out += findings.from_event(self.context(name, ev["file"], int(ev["line"])), ev)
         return out
 
     def phase(self, event: PhaseEvent) -> None:
@@ -522,7 +533,7 @@ class _Fold:
 
     def target(self, event: TargetEvent) -> None:
         self.partial.pop(str(event.get("name")), None)  # the complete report supersedes the stream
-        ctx = findings.Context(self.root, self.cache, event["name"], event["file"], int(event["line"]))
+        ctx = self.context(event["name"], event["file"], int(event["line"]))
         got = findings.from_event(ctx, event)
         self.raw.extend(got)
         status = "error" if "exception" in event or "target_error" in event else ("problems" if any(d.problem for d in got) else "ok")
@@ -560,12 +571,12 @@ class _Fold:
         elif event["status"] in ("crashed", "timeout"):
             kept = 0
             for name, ev in self.partial.items():  # what torch recorded before the deadline still counts
-                got = findings.from_event(findings.Context(self.root, self.cache, name, ev["file"], int(ev["line"])), ev)
+                got = findings.from_event(self.context(name, ev["file"], int(ev["line"])), ev)
                 kept += len(got)
                 self.raw.extend(got)
             stopped = [t for t in self._stopped() if t.name not in self.seen] or self._stopped(streamed=False)
             halted = stopped[0]
-            ctx = findings.Context(self.root, self.cache, halted.name, halted.file or self.path, halted.line)
+            ctx = self.context(halted.name, halted.file or self.path, halted.line)
             self.raw.append(
                 findings.crash_diagnostic(ctx, event["status"], event.get("detail", ""), event.get("stderr", ""), timeout_knob=self.timeout_knob, found=kept)
             )

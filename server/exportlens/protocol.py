@@ -539,6 +539,7 @@ class LibraryFacts(TypedDict, total=False):
     library_frame: dict[str, Any]
     library_chain: list[dict[str, Any]]
     boundary: Place  # the project's line that calls into the library
+    boundary_kind: Literal["declaration"]  # set when no line of the project is on the stack: `boundary` is where the target builds its model
     stack_source: str  # which stack found it: "live", "torch", "graph", "dynamo", "traceback"
     user_line: int
     upstream_search: str  # what to search the library's issues for

@@ -17,11 +17,24 @@ EXPORT_FUNCS = {"export", "draft_export"}
 
 
 @dataclass(frozen=True)
+class Declared:
+    """Where a module-level or factory target builds its model: the expression (UTF-8 byte columns, as
+    `ast` and Python frames give them). A problem whose stack has no line of the project (a library
+    model) goes here, with the library's line related."""
+
+    line: int  # 1-based
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
 class StaticTarget:
     name: str
     line: int  # 1-based
     kind: str  # "export"
     how: str  # "call" | "module" | "factory"
+    declared: Declared | None = None  # a module's or factory's model expression
 
 
 @dataclass
@@ -147,15 +160,98 @@ def discover(tree: ast.Module, path: str, factories: list[str] | None = None) ->
     if "model" in assigned and "example_args" in assigned:
         found.module_vars = True
         found.lines["model"] = assigned["model"]
-        found.targets.append(StaticTarget("model", assigned["model"], "export", "module"))
-    defs = {n.name: n.lineno for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        found.targets.append(StaticTarget("model", assigned["model"], "export", "module", _module_model(tree.body, assigned["model"])))
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for name in factories or []:
-        line = defs.get(name, 1)
+        fn = defs.get(name)
+        line = fn.lineno if fn is not None else 1
         found.factories.append(name)
         found.lines[name] = line
-        found.targets.append(StaticTarget(f"{base}:{name}", line, "export", "factory"))
+        found.targets.append(StaticTarget(f"{base}:{name}", line, "export", "factory", _factory_model(fn) if fn is not None else None))
     found.targets.sort(key=lambda t: t.line)
     return found
+
+
+def _factory_model(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Declared | None:
+    """The model a factory returns: the expression in its (last) `return`, or the assignment that
+    built the name it returns (`model = fasterrcnn(...)` ... `return model, (x,)`)."""
+    returns = [n for n in _own_nodes(fn.body) if isinstance(n, ast.Return) and n.value is not None]
+    if not returns:
+        return None
+    ret = returns[-1]
+    assert ret.value is not None
+    value: ast.expr | None = ret.value
+    if isinstance(value, ast.Name):  # `spec = {...}; return spec`
+        value = _assigned_value(fn.body, value.id, ret.lineno) or value
+    model = _model_of(value) if value is not None else None
+    if model is None:
+        return _span(ret)
+    return _built(fn.body, model, ret.lineno) or _span(model)
+
+
+def _module_model(body: list[ast.stmt], line: int) -> Declared | None:
+    """The value of the module's `model = ...` (for `model = net`, the value that built `net`)."""
+    stmt = next((s for s in body if s.lineno == line and isinstance(s, (ast.Assign, ast.AnnAssign))), None)
+    value = stmt.value if stmt is not None else None
+    if value is None:
+        return None
+    if isinstance(value, ast.Name):
+        return _built(body, value, line) or _span(value)
+    return _span(value)
+
+
+def _model_of(spec: ast.expr) -> ast.expr | None:
+    """The model in a factory's result: `{"model": m, ...}`, `dict(model=m, ...)` or `(m, args)`."""
+    if isinstance(spec, ast.Dict):
+        return next((v for k, v in zip(spec.keys, spec.values, strict=True) if isinstance(k, ast.Constant) and k.value == "model"), None)
+    if isinstance(spec, ast.Call) and _dotted(spec.func) == "dict":
+        return next((k.value for k in spec.keywords if k.arg == "model"), None)
+    if isinstance(spec, (ast.Tuple, ast.List)) and spec.elts:
+        return spec.elts[0]
+    return None
+
+
+def _built(body: list[ast.stmt], model: ast.expr, before: int) -> Declared | None:
+    """The model expression itself, or for a plain name the value of the assignment that built it."""
+    if not isinstance(model, ast.Name):
+        return _span(model)
+    value = _assigned_value(body, model.id, before)
+    return _span(value) if value is not None else None
+
+
+def _assigned_value(body: list[ast.stmt], name: str, before: int) -> ast.expr | None:
+    """The value last bound to `name` above line `before` that does not just rework the name itself
+    (`model = build()` rather than a later `model = model.eval()`), else the last one."""
+    values: list[ast.expr] = []
+    for node in _own_nodes(body):
+        if not isinstance(node, ast.stmt) or node.lineno >= before:
+            continue
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name) and node.target.id == name and node.value is not None:
+            values.append(node.value)
+    values.sort(key=lambda v: (v.lineno, v.col_offset))
+    fresh = [v for v in values if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(v))]
+    chosen = fresh or values
+    return chosen[-1] if chosen else None
+
+
+def _own_nodes(body: list[ast.stmt]) -> list[ast.AST]:
+    """Every node of a body, not looking into nested functions, classes or lambdas."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _span(node: ast.AST) -> Declared:
+    line = node.lineno  # type: ignore[attr-defined]
+    col = node.col_offset  # type: ignore[attr-defined]
+    return Declared(line, col, getattr(node, "end_lineno", None) or line, getattr(node, "end_col_offset", None) or col)
 
 
 NO_TARGET_HELP = (

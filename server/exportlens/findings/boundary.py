@@ -55,6 +55,7 @@ class Boundary:
     outer: list[Frame]  # project frames around it, outermost first
     library: list[LibraryFrame] = field(default_factory=list)  # inside the library, outermost first
     source: str = ""  # which stack told: live, traceback, dynamo, torch
+    declared: bool = False  # no line of the project on any stack: `frame` is where the target builds its model
 
     @property
     def inside(self) -> LibraryFrame | None:
@@ -106,31 +107,52 @@ def _is_library(fr: Mapping[str, Any], root: str) -> bool:
     return bool(file) and not file.startswith("<") and not fr.get("where") and not is_torch(file) and not is_user_file(file, root)
 
 
-def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], root: str) -> Boundary | None:
-    """The boundary from the first stack (most complete first) that has a line of the project."""
-    for source, frames in stacks:
-        frames = [f for f in frames or [] if f.get("file") and f.get("line")]
+def locate(stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], root: str, declared: Frame | None = None) -> Boundary | None:
+    """The boundary from the first stack (most complete first) that has a line of the project.
+
+    A library model declared as a module-level `model` or built by a factory runs with no line of the
+    project on its stack: then, given the target's `declared` model expression, the boundary is that
+    line and the library frames are the first stack's that has any (nothing inside a library: None).
+    """
+    usable = [(source, [f for f in frames or [] if f.get("file") and f.get("line")]) for source, frames in stacks]
+    for source, frames in usable:
         idx = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(str(frames[i]["file"]), root)), None)
         if idx is None:
             continue
         outer = [Frame.from_json(f) for f in frames[:idx] if is_user_file(str(f["file"]), root)]
-        library = [
-            LibraryFrame(
-                str(f["file"]),
-                int(f["line"]),
-                str(f.get("name") or ""),
-                str(f.get("qualname") or f.get("name") or ""),
-                f.get("loc"),
-                package_of(str(f["file"])),
-                f.get("col"),
-                f.get("end_line"),
-                f.get("end_col"),
-            )
-            for f in frames[idx + 1 :]
-            if _is_library(f, root)
-        ]
-        return Boundary(Frame.from_json(frames[idx]), outer, library, source)
+        return Boundary(Frame.from_json(frames[idx]), outer, _library_frames(frames[idx + 1 :], root), source)
+    if declared is None:
+        return None
+    for source, frames in usable:
+        library = _library_frames(frames, root)
+        if library:
+            return Boundary(declared, [], library, source, declared=True)
     return None
+
+
+def _library_frames(frames: Sequence[Mapping[str, Any]], root: str) -> list[LibraryFrame]:
+    return [
+        LibraryFrame(
+            str(f["file"]),
+            int(f["line"]),
+            str(f.get("name") or ""),
+            str(f.get("qualname") or f.get("name") or ""),
+            f.get("loc"),
+            package_of(str(f["file"])),
+            f.get("col"),
+            f.get("end_line"),
+            f.get("end_col"),
+        )
+        for f in frames
+        if _is_library(f, root)
+    ]
+
+
+def declared_note(b: Boundary | None) -> str:
+    """What the message says when the finding sits on the target's declaration, not on a call."""
+    if b is None or not b.declared:
+        return ""
+    return " No line of this project runs while the model exports: it is shown where the target builds the model."
 
 
 def shorten(text: str, limit: int = SHORT_EXPR) -> str:

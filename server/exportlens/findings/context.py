@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +25,16 @@ class Context:
     target: str
     target_file: str
     target_line: int
+    # where a module-level or factory target builds its model (`targets.Declared`): the boundary of a
+    # problem whose stack has no line of the project (a library model)
+    declared: Frame | None = None
 
     def source(self, path: str) -> Source | None:
         return self.load(path)
+
+    def locate(self, stacks: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]]) -> boundary.Boundary | None:
+        """The boundary of a problem: the project's innermost line on its stacks, else the target's declaration."""
+        return boundary.locate(stacks, self.root, self.declared)
 
 
 def new_diagnostic(
@@ -120,6 +127,8 @@ def library_place(ctx: Context, b: boundary.Boundary, what: str = "it happens he
     src = ctx.source(b.frame.file)
     if src is None:
         rng = Range.of(b.frame.line - 1, 0, b.frame.line - 1, 0)
+    elif b.declared:  # no line of the project on the stack: the expression that builds the target's model
+        rng = placement.frame_range(src, b.frame)
     else:  # the call of the library's function, else Python's columns of the call, else the statement
         named = placement.named_call_range(src, b.frame.line, b.library[0].name)
         if named is not None:
@@ -144,4 +153,6 @@ def library_place(ctx: Context, b: boundary.Boundary, what: str = "it happens he
         "stack_source": b.source,
         "user_line": b.frame.line,
     }
+    if b.declared:
+        data["boundary_kind"] = "declaration"
     return rng, related, data

@@ -46,7 +46,7 @@ def _spell(expr: str, plain: PlainVerdict) -> str:
 
 
 def _place(ctx: Context, stack: list[FrameInfo] | None) -> tuple[boundary.Boundary | None, Frame | None]:
-    found = boundary.locate([("live", stack)], ctx.root) if stack else None
+    found = ctx.locate([("live", stack)]) if stack else None
     if found is not None:  # the export call itself is the target, not a caller to list
         found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
         if (found.frame.file, found.frame.line) == (ctx.target_file, ctx.target_line) and not found.library:
@@ -138,6 +138,7 @@ def _violation(ctx: Context, v: Violation, plain: PlainVerdict) -> Diagnostic:
     data["placed"] = "guard"
     if b.inside is not None:
         msg = f"Inside the library {b.inside.package} ({b.inside.where()}, in `{b.inside.qualname}`): " + msg[0].lower() + msg[1:]
+        msg += boundary.declared_note(b)
     return new_diagnostic(ctx, frame.file, rng, "guard-added", msg, related=related + _related_call(ctx), data=data)
 
 
@@ -193,5 +194,5 @@ def _specialized(ctx: Context, s: SpecializedDim, plain: PlainVerdict) -> Diagno
             f"`{spelled}` is marked {declared(dim)}, but inside the library {b.inside.package} ({b.inside.where()}, in "
             f"`{b.inside.qualname}`) the guard `{source_expr}` fixes it to {s['value']}{tail} {boundary.NO_EDIT} Build the "
             f"library's module so it accepts other sizes (an option of the library), or mark the dimension Dim.STATIC."
-        )
+        ) + boundary.declared_note(b)
     return new_diagnostic(ctx, frame.file, rng, "dim-specialized", msg, related=related + _related_call(ctx), data=data)

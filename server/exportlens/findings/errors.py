@@ -37,7 +37,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
             return new_diagnostic(
                 ctx, syntax_file, rng, "syntax-error", f"SyntaxError: {syntax.get('msg')}", data=SyntaxErrorData(exception_type="SyntaxError")
             )
-    b = boundary.locate([("traceback", link.get("frames")) for link in chain], ctx.root)
+    b = ctx.locate([("traceback", link.get("frames")) for link in chain])
     frames: list[Frame] = [*b.outer, b.frame] if b is not None else []
     if not frames:  # torch sometimes names the user's line only in its message
         for m in _FILE_LINE.finditer(exc.get("message", "")):
@@ -71,6 +71,9 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
                     "upstream_search": boundary.upstream_search(lib, "torch.export " + kind.rsplit(".", 1)[-1]),
                 }
             )
+            if b.declared:
+                data["boundary_kind"] = "declaration"
+                text += boundary.declared_note(b)
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
             if tsrc is not None and not target_error:
@@ -142,7 +145,7 @@ def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic
         "plain_export": crash.get("plain_export", "ok"),
     }
     file, rng = target_anchor(ctx)
-    b = boundary.locate([("traceback", link.get("frames")) for link in crash.get("chain") or []], ctx.root)
+    b = ctx.locate([("traceback", link.get("frames")) for link in crash.get("chain") or []])
     related = []
     if b is not None and (b.frame.file, b.frame.line) != (ctx.target_file, ctx.target_line):
         src = ctx.source(b.frame.file)

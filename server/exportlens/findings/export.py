@@ -67,7 +67,7 @@ def failure_boundary(ctx: Context, failure: ExportFailure) -> boundary.Boundary 
     kept = [f for f in failure.get("user_stack") or [] if f.get("file") and not f.get("where")]
     if live and kept and not any((f.get("file"), f.get("line")) == (kept[-1]["file"], kept[-1]["line"]) for f in live):
         live = None  # strict export: dynamo traced the code, the live Python stack is not the user's
-    found = boundary.locate([("live", live), ("torch", failure.get("user_stack")), ("torch", failure.get("stack"))], ctx.root)
+    found = ctx.locate([("live", live), ("torch", failure.get("user_stack")), ("torch", failure.get("stack"))])
     if found is not None:  # the export call itself is the target, not a caller to list
         found.outer = [f for f in found.outer if (f.file, f.line) != (ctx.target_file, ctx.target_line)]
     return found
@@ -156,6 +156,7 @@ def data_dependent(ctx: Context, failure: ExportFailure, real_values: dict[str, 
         )
         if occurrences > 1:
             msg += f" Reached {occurrences} times (the first is shown)."
+        msg += boundary.declared_note(b)
         return [new_diagnostic(ctx, frame.file, rng, "data-dependent-guard", msg, related=related, data=data)]
     src = ctx.source(frame.file)
     if src is not None:
@@ -425,7 +426,7 @@ def _library_op(
     the project's own file."""
     definition = failure.get("definition")
     assert definition is not None  # the caller checked: a library's op
-    b = boundary.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []], ctx.root)
+    b = ctx.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []])
     lib_def = boundary.LibraryFrame(
         definition["file"],
         int(definition["line"]),
@@ -464,6 +465,7 @@ def _library_op(
         f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
         f'(search its issues for "{search}").'
     )
+    msg += boundary.declared_note(b)
     out = []
     for file, rng, related, placed in sites:
         out.append(
