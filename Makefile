@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The library example's own library, installed (not editable) so its files live in site-packages.
 MINILIB := examples/library_project/libsrc
-MINILIB_FILES := $(MINILIB)/pyproject.toml $(wildcard $(MINILIB)/minilib/*.py)
+MINILIB_FILES := $(MINILIB)/pyproject.toml $(wildcard $(MINILIB)/minilib/*.py) $(wildcard $(MINILIB)/minilib/*/*.py)
 
 .PHONY: run test lint format-check pytest bench compat other-torch clean
 
