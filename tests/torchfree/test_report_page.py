@@ -118,6 +118,58 @@ def test_one_library_line_is_one_root_cause_shared_by_both_targets(doc: dict[str
     assert "in the library minilib" in postprocess.text()
 
 
+ZOO = ["zoo__detectors", "zoo__module_level", "library_project__detect", "library_project__tracker", "library_project__two_stage"]
+
+
+@pytest.fixture(scope="module")
+def zoo_doc() -> dict[str, Any]:
+    results = [replay_sync(CASES_BY_NAME[name])[0] for name in ZOO]
+    report = Report("2.13.0+cpu", [t for r in results for t in r.targets], [d for r in results for d in r.diagnostics])
+    return json.loads(json.dumps(jsonreport.build(report, results)))
+
+
+def test_each_finding_has_its_root_cause_the_library_line_of_a_factory_target_too(zoo_doc: dict[str, Any]) -> None:
+    """A factory's finding sits on its declaration (`model = TinyDetector(max_keep=2)`); its `root_cause`
+    is the library line, the same one a script's `self.detector(images)` reaches."""
+    by_target = {}
+    for d in zoo_doc["diagnostics"]:
+        cause = d["root_cause"]
+        assert set(cause) == {"file", "line", "where", "library"} and cause["library"] == "minilib"
+        assert cause["file"] == d["data"]["library_frame"]["file"] and cause["line"] == d["data"]["library_frame"]["line"]
+        by_target.setdefault(d["target"], []).append(cause["where"])
+    assert by_target["detectors.py:small_detector"] == ["minilib/detector.py:17", "minilib/postprocess.py:8", "minilib/detector.py:16"]
+    assert by_target["detectors.py:two_stage_detector"] == ["minilib/postprocess.py:8", "minilib/postprocess.py:8"]
+    assert by_target["model"].count("minilib/postprocess.py:8") == 5  # module_level.py, detect.py, tracker.py, two_stage.py twice
+    mine = next(d for d in zoo_doc["diagnostics"] if d["target"] == "detectors.py:small_detector")
+    assert mine["data"]["boundary_kind"] == "declaration" and mine["range"]["start"] == {"line": 18, "character": 12}
+
+
+def test_the_zoos_shared_library_line_is_the_first_root_cause_with_all_its_targets(zoo_doc: dict[str, Any]) -> None:
+    dom = parse(page.render(jsonreport.parse(zoo_doc)))
+    first = dom.by_id("causes").one("tbody").all("tr")[0]
+    assert (first.one("a", "where").text(), first.one("code", "expr").text(), first.attrs["data-targets"]) == (
+        "minilib/postprocess.py:8",
+        "num_kept > max_keep",
+        "7",
+    )
+    assert [a.text() for a in first.all("a", "target-link")] == [
+        "zoo/detectors.py · detectors.py:small_detector",
+        "zoo/detectors.py · detectors.py:wide_detector",
+        "zoo/detectors.py · detectors.py:two_stage_detector",
+        "zoo/module_level.py · model",
+        "library_project/detect.py · model",
+        "library_project/tracker.py · model",
+        "library_project/two_stage.py · model",
+    ]
+
+
+def test_readers_group_by_the_root_cause_field_alone(zoo_doc: dict[str, Any]) -> None:
+    """Without `data` (a reader that kept only the documented fields), the field still groups the zoo."""
+    bare = {**zoo_doc, "diagnostics": [{k: v for k, v in d.items() if k != "data"} for d in zoo_doc["diagnostics"]]}
+    first = parse(page.render(jsonreport.parse(bare))).by_id("causes").one("tbody").all("tr")[0]
+    assert (first.one("a", "where").text(), first.attrs["data-targets"]) == ("minilib/postprocess.py:8", "7")
+
+
 def test_a_library_finding_shows_the_user_line_the_library_line_and_the_chain(dom: Node) -> None:
     f = next(a for a in dom.all("article", "finding") if a.one("a", "where").text().startswith("library_project/tracker.py:15:") and "num_kept" in a.text())
     user, library = f.all("figure", "excerpt")
@@ -272,7 +324,7 @@ def test_parts_of_one_run_merge_and_a_file_two_workers_checked_counts_once(doc: 
 
 def test_an_older_report_without_data_or_sources_still_renders(doc: dict[str, Any]) -> None:
     old = {k: v for k, v in doc.items() if k not in ("sources", "run")}
-    old["diagnostics"] = [{k: v for k, v in d.items() if k not in ("data", "owner")} for d in doc["diagnostics"]]
+    old["diagnostics"] = [{k: v for k, v in d.items() if k not in ("data", "owner", "root_cause")} for d in doc["diagnostics"]]
     dom = parse(page.render(jsonreport.parse(old)))
     f = _finding(dom, "data_dependent/item_branch.py", 9, "data-dependent-guard")
     assert f.one("span", "ul").text() == "n > 2"  # the lines come from the files on disk

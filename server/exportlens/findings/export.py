@@ -380,8 +380,8 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
             fake_anchor = (fake["file"], placement.definition_range(src, int(fake["line"])), "fake")  # type: ignore[index]
     data["call_sites"] = [{"file": f, "range": r.to_json()} for f, r, _ in anchors]
     library_def = definition if definition and definition.get("file") and not is_user_file(definition["file"], ctx.root) else None
-    if library_def is not None and not mismatched:
-        return _library_op(ctx, failure, data, anchors, qualname, real)
+    if library_def is not None and (not mismatched or data["fake"] is None):  # a library's op, or its own wrong fake kernel
+        return _library_op(ctx, failure, data, anchors, qualname, real, mismatched=mismatched)
     if mismatched:
         detail = _mismatch_text(reason)
         head = (
@@ -419,11 +419,18 @@ def fake_kernel(ctx: Context, failure: ExportFailure, *, mismatched: bool) -> li
 
 
 def _library_op(
-    ctx: Context, failure: ExportFailure, data: FakeKernelData, anchors: list[tuple[str, Range, FakeKernelRole]], qualname: str, real: str
+    ctx: Context,
+    failure: ExportFailure,
+    data: FakeKernelData,
+    anchors: list[tuple[str, Range, FakeKernelRole]],
+    qualname: str,
+    real: str,
+    *,
+    mismatched: bool = False,
 ) -> list[Diagnostic]:
-    """A library's custom op without a fake kernel: on the project's call into the library, with
-    the library's call of the op and its definition as related; the fix registers the kernel in
-    the project's own file."""
+    """A library's custom op without a fake kernel (or with a wrong one of the library's own): on the
+    project's call into the library, with the library's call of the op and its definition as related;
+    the fix registers the kernel (over the library's, for a wrong one) in the project's own file."""
     definition = failure.get("definition")
     assert definition is not None  # the caller checked: a library's op
     b = ctx.locate([("live", failure.get("live_stack"))] + [("graph", s) for s in failure.get("call_sites") or []])
@@ -441,6 +448,10 @@ def _library_op(
         boundary.library_range(def_src, lib_def) if def_src is None else placement.definition_range(def_src, lib_def.line),
         f"`{qualname}` is defined here, in the library {lib_def.package} ({lib_def.where()})",
     )
+    lib_fake = failure.get("fake")
+    if mismatched and lib_fake and lib_fake.get("file") and (fake_src := ctx.source(lib_fake["file"])) is not None:
+        fake_at = placement.definition_range(fake_src, int(lib_fake.get("line") or 1))
+        def_related = Related(lib_fake["file"], fake_at, f"the library's fake kernel of `{qualname}`, which disagrees with the real one")
     sites: list[tuple[str, Range, list[Related], LibraryFacts]] = []
     if b is not None and b.inside is not None:
         rng, related, placed = library_place(ctx, b)
@@ -457,14 +468,26 @@ def _library_op(
         sites.append((file, rng, [def_related], {}))
     search = f"{lib_def.package} {qualname} fake kernel register_fake torch.export"
     call = f", called at {b.inside.where()} in `{b.inside.qualname}`" if b is not None and b.inside is not None else ""
-    msg = (
-        f"The custom op `{qualname}` of the library {lib_def.package} (defined at {lib_def.where()}{call}) has no fake "
-        f"kernel, so export cannot know the shape of its output"
-        f"{f' (draft export saw the real output: {real})' if real else ''}. {LIBRARY_NO_EDIT} What you can do: "
-        f'register a fake kernel in your own code with `@torch.library.register_fake("{qualname}")` before exporting '
-        f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
-        f'(search its issues for "{search}").'
-    )
+    if mismatched:
+        detail = _mismatch_text(str(data.get("reason") or ""))
+        what = "dtype" if "dtype" in detail.lower() else "shape"
+        msg = (
+            f"The fake kernel the library {lib_def.package} registers for its custom op `{qualname}` (defined at "
+            f"{lib_def.where()}{call}) disagrees with the real kernel ({detail}). Export passes, but the exported program "
+            f"carries the wrong {what}: the real output is {real or 'unknown'}. {LIBRARY_NO_EDIT} What you can do: register "
+            f'a correct one in your own code with `@torch.library.register_fake("{qualname}")` before exporting (it replaces '
+            f"the library's; the fix writes one from the outputs draft export saw), and tell the library "
+            f'(search its issues for "{search}").'
+        )
+    else:
+        msg = (
+            f"The custom op `{qualname}` of the library {lib_def.package} (defined at {lib_def.where()}{call}) has no fake "
+            f"kernel, so export cannot know the shape of its output"
+            f"{f' (draft export saw the real output: {real})' if real else ''}. {LIBRARY_NO_EDIT} What you can do: "
+            f'register a fake kernel in your own code with `@torch.library.register_fake("{qualname}")` before exporting '
+            f"(the fix writes one from the shapes draft export saw), or ask the library to ship one "
+            f'(search its issues for "{search}").'
+        )
     msg += boundary.declared_note(b)
     out = []
     for file, rng, related, placed in sites:
@@ -473,7 +496,7 @@ def _library_op(
                 ctx,
                 file,
                 rng,
-                "missing-fake-kernel",
+                "mismatched-fake-kernel" if mismatched else "missing-fake-kernel",
                 msg,
                 related=related,
                 data={**data, **placed, "role": "call", "library": lib_def.package, "upstream_search": search, "advice": "register_fake_in_project"},

@@ -11,6 +11,7 @@ returns a fresh tensor instead of the alias. Never registers a second fake kerne
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from typing import Any
 
@@ -26,7 +27,7 @@ from .common import (
     torch_binding,
     walk_with_parents,
 )
-from .fake_kernel import _device, _dtype
+from .fake_kernel import _device, _dtype, missing_fake_kernel
 from .text import indent_of, newline_of, node_span, replace_spans, segment, split_lines
 
 _FACTORIES = {
@@ -178,6 +179,10 @@ def mismatched_fake_kernel(d: Diagnostic, read: Reader, offer: Offer) -> list[Fi
     """mismatched-fake-kernel: the registered fake function corrected from the real outputs."""
     fake = d.data.get("fake")
     profiles = d.data.get("profiles") or []
+    if not fake and d.data.get("library"):  # the library's own fake kernel is wrong: one registered in the project replaces it
+        op = d.data.get("qualname") or d.data.get("op")
+        title = f"Replace the library's wrong fake kernel of `{op}` with one in this file (from the outputs draft_export observed)"
+        return [dataclasses.replace(f, title=title) for f in missing_fake_kernel(d, read, offer)]
     if not fake or len(profiles) != 1:
         return []
     text = read(fake["file"])

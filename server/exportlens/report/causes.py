@@ -2,8 +2,9 @@
 
 Why root causes: on a real model zoo most findings share a few causes. The same library line
 (torchvision's `boxes.numel() == 0` guard under `batched_nms`) reaches every detector, each
-through its own user line. Grouping by the innermost location (the library line for a problem
-inside a library, `data.library_frame`; the user's own line otherwise) and the code turns "80
+through its own user line, or from each factory's declaration of a library model. Grouping by
+the innermost location (each finding's `root_cause` in the JSON report, `report/rootcause.py`: the
+library line for a problem inside a library, the user's own line otherwise) and the code turns "80
 findings" into "one library line, 12 targets" - what a library maintainer acts on.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 from exportlens.findings.boundary import import_path, shorten
 from exportlens.model import Range
+from exportlens.report import rootcause
 from exportlens.report.jsonreport import ReportDoc
 from exportlens.report.sources import Sources, library_line, library_related
 
@@ -102,17 +104,22 @@ class Index:
         """Root causes, most targets first (then errors before warnings, then by place)."""
         groups: dict[tuple[str, str, int | None, int], Cause] = {}
         sources = self.doc.sources
+        given = self.doc.root_causes
         for i, d in enumerate(self.doc.diagnostics):
+            at = (given[i] if i < len(given) else None) or rootcause.read(rootcause.root_cause(d))  # an older report: from `data`
+            assert at is not None
+            file, cell, line = at
             lib = library_line(d)
-            if lib is not None:
-                file, cell, line = lib[0], None, lib[1]
+            if lib is not None and (file, cell, line) == (lib[0], None, lib[1]):
                 rng = library_related(d)
                 frame = d.data.get("library_frame") or {}
                 text = (text_under(sources, file, None, rng) if rng is not None else None) or shorten(str(frame.get("source") or "").strip())
                 package = str(d.data.get("library") or frame.get("package") or "") or None
-            else:
-                file, cell, line = d.file, d.cell, d.range.start.line
+            elif (file, cell, line) == (d.file, d.cell, d.range.start.line):
                 text = text_under(sources, d.file, d.cell, d.range) or shorten(str(d.data.get("test_text") or ""))
+                package = None
+            else:  # a reader's own root cause: the line there
+                text = shorten((sources.line(file, cell, line) if sources is not None else None) or "")
                 package = None
             cause = groups.setdefault((d.code, file, cell, line), Cause(d.code, file, cell, line, package, text))
             cause.findings.append(i)

@@ -19,6 +19,7 @@ from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from exportlens.model import SCHEMA_VERSION, Diagnostic, Report, TargetResult
+from exportlens.report import rootcause
 from exportlens.report.sources import Sources, collect, disk_reader
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def _plain(value: Any) -> Any:
 def _diagnostic_json(d: Diagnostic, owner: str | None) -> dict[str, Any]:
     out = d.to_json()
     out["data"] = _plain(d.data)
+    out["root_cause"] = rootcause.root_cause(d)
     if owner is not None:
         out["owner"] = owner
     return out
@@ -96,6 +98,7 @@ class ReportDoc:
     sources: Sources | None = None  # None: the report keeps no sources (read them from disk)
     unsupported: str | None = None
     run: dict[str, Any] = field(default_factory=dict)
+    root_causes: list[tuple[str, int | None, int] | None] = field(default_factory=list)  # each diagnostic's `root_cause` (file, cell, 0-based line)
 
 
 def _items(doc: Mapping[str, Any], key: str) -> list[Any]:
@@ -105,8 +108,8 @@ def _items(doc: Mapping[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _diagnostics(items: Iterable[Any], key: str) -> tuple[list[Diagnostic], list[str | None]]:
-    diags, owners = [], []
+def _diagnostics(items: Iterable[Any], key: str) -> tuple[list[Diagnostic], list[str | None], list[tuple[str, int | None, int] | None]]:
+    diags, owners, causes = [], [], []
     for i, item in enumerate(items):
         try:
             diags.append(Diagnostic.from_json(item))
@@ -114,7 +117,8 @@ def _diagnostics(items: Iterable[Any], key: str) -> tuple[list[Diagnostic], list
             raise ReportError(f"{key}[{i}] is not a diagnostic ({type(exc).__name__}: {exc})") from exc
         owner = item.get("owner")
         owners.append(owner if isinstance(owner, str) else None)
-    return diags, owners
+        causes.append(rootcause.read(item.get("root_cause")))
+    return diags, owners, causes
 
 
 def parse(doc: Any) -> ReportDoc:
@@ -134,8 +138,8 @@ def parse(doc: Any) -> ReportDoc:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ReportError(f"targets[{i}] is not a target ({type(exc).__name__}: {exc})") from exc
         target_torch.append(str(item.get("torch") or torch))
-    diags, owners = _diagnostics(_items(doc, "diagnostics"), "diagnostics")
-    ignored, _ = _diagnostics(_items(doc, "ignored"), "ignored")
+    diags, owners, causes = _diagnostics(_items(doc, "diagnostics"), "diagnostics")
+    ignored, _, _ = _diagnostics(_items(doc, "ignored"), "ignored")
     run = doc.get("run")
     return ReportDoc(
         int(version),
@@ -148,6 +152,7 @@ def parse(doc: Any) -> ReportDoc:
         Sources.from_json(doc["sources"]) if "sources" in doc else None,
         str(doc["unsupported"]) if doc.get("unsupported") else None,
         dict(run) if isinstance(run, dict) else {},
+        root_causes=causes,
     )
 
 
