@@ -97,6 +97,8 @@ def guard_range(src: Source, line: int, symbol_names: set[str]) -> tuple[Range, 
         return src.line_range(line), None
     if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
         return src.node_range(stmt.test), stmt
+    if isinstance(stmt, (ast.For, ast.AsyncFor)) and stmt.lineno == line:  # iterating needs the length: the iterable
+        return src.node_range(stmt.iter), stmt
     header = [n for n in ast.walk(stmt) if isinstance(n, ast.IfExp)]
     if header:
         return src.node_range(header[0].test), stmt
