@@ -3,7 +3,7 @@
  * Thin on purpose: the analysis lives in the Python server (`python -m exportlens serve`).
  */
 import * as vscode from 'vscode';
-import { fileToRun } from './lib/fileToRun';
+import { fileToRun, runArguments, type RunMode } from './lib/fileToRun';
 import { PYTHON_SUFFIXES } from './lib/serverFacts';
 import { onInterpreterChanged, PYTHON_EXTENSION_ID } from './pythonExtension';
 import { SERVER_COMMAND_RUN, SERVER_COMMAND_SAVE_PROFILES, ServerController } from './serverController';
@@ -12,6 +12,7 @@ import { ExportLensStatusBar } from './statusBar';
 /** Client-side command ids (the server's own command ids are registered by the language client). */
 export const COMMANDS = {
   runOnFile: 'exportlens.runOnFile',
+  runDraftExportOnFile: 'exportlens.runDraftExportOnFile',
   runOnAllTargets: 'exportlens.runOnAllTargets',
   restart: 'exportlens.restart',
   showOutput: 'exportlens.showOutput',
@@ -33,29 +34,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const manifest = context.extension.packageJSON as { version?: string };
   output.info(`ExportLens ${manifest.version ?? '?'} activating`);
 
+  const runFile = async (mode: RunMode, uri?: vscode.Uri): Promise<void> => {
+    const notebook = vscode.window.activeNotebookEditor?.notebook;
+    const target = fileToRun(uri?.toString(), vscode.window.activeTextEditor?.document.uri.toString(), notebook?.uri.toString());
+    if (target === undefined) {
+      const what = mode === 'draft' ? 'run draft export on it' : 'check its export';
+      void vscode.window.showWarningMessage(`ExportLens: open a Python file or a notebook to ${what}.`);
+      return;
+    }
+    // The worker runs the file from disk: run on what the user sees.
+    if (notebook !== undefined && notebook.uri.toString() === target) {
+      if (notebook.isDirty) {
+        await notebook.save();
+      }
+    } else {
+      const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target);
+      if (doc?.isDirty) {
+        await doc.save();
+      }
+    }
+    await ctl.executeServerCommand(SERVER_COMMAND_RUN, runArguments(target, mode));
+  };
+
   context.subscriptions.push(
     vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show(true)),
     vscode.commands.registerCommand(COMMANDS.restart, () => ctl.restart('restart command')),
-    vscode.commands.registerCommand(COMMANDS.runOnFile, async (uri?: vscode.Uri) => {
-      const notebook = vscode.window.activeNotebookEditor?.notebook;
-      const target = fileToRun(uri?.toString(), vscode.window.activeTextEditor?.document.uri.toString(), notebook?.uri.toString());
-      if (target === undefined) {
-        void vscode.window.showWarningMessage('ExportLens: open a Python file or a notebook to check its export.');
-        return;
-      }
-      // The worker runs the file from disk: run on what the user sees.
-      if (notebook !== undefined && notebook.uri.toString() === target) {
-        if (notebook.isDirty) {
-          await notebook.save();
-        }
-      } else {
-        const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === target);
-        if (doc?.isDirty) {
-          await doc.save();
-        }
-      }
-      await ctl.executeServerCommand(SERVER_COMMAND_RUN, [target]);
-    }),
+    vscode.commands.registerCommand(COMMANDS.runOnFile, (uri?: vscode.Uri) => runFile('check', uri)),
+    // Draft export's whole report even where plain export passes (crashes included): a library model's every problem.
+    vscode.commands.registerCommand(COMMANDS.runDraftExportOnFile, (uri?: vscode.Uri) => runFile('draft', uri)),
     vscode.commands.registerCommand(COMMANDS.runOnAllTargets, async () => {
       await ctl.executeServerCommand(SERVER_COMMAND_RUN, []);
     }),

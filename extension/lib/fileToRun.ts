@@ -1,5 +1,5 @@
 /**
- * Which file "Check export of this file" means. A notebook cell's editor is a text editor of
+ * Which file "Check export of this file" (and "Run draft export on this file") means. A notebook cell's editor is a text editor of
  * its own (scheme `vscode-notebook-cell`), and a notebook with no cell in edit mode has no text
  * editor at all: in both, the file is the active notebook. Node only (no `vscode`): unit-tested.
  */
@@ -37,4 +37,16 @@ export function fileToRun(
     return activeNotebook;
   }
   return runnable(activeText) && PYTHON_SUFFIXES.some((suffix) => pathOf(activeText ?? '').endsWith(suffix)) ? activeText : undefined;
+}
+
+/** How a file's check runs: plain export first ("check"), or draft export too where plain export passes ("draft"). */
+export type RunMode = 'check' | 'draft';
+
+/**
+ * The server command's arguments (`exportlens.runDraftExport`) for one file: "Run draft export"
+ * asks for draft export even where plain export passes (the `draftExport` setting's "always"), so
+ * its whole report shows, crashes included; "Check export" leaves it to the settings.
+ */
+export function runArguments(uri: string, mode: RunMode): [string] | [string, { draft: 'always' }] {
+  return mode === 'draft' ? [uri, { draft: 'always' }] : [uri];
 }

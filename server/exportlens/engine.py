@@ -270,6 +270,7 @@ class Engine:
         overrides: dict[str, str] | None = None,
         outputs: bool = False,
         timeout: float | None = None,
+        draft: str | None = None,
     ) -> FileResult:
         """Diagnostics for one document, in its own positions. `explicit`: the user asked for it (not a folder walk).
 
@@ -279,6 +280,8 @@ class Engine:
         moment a target's plain export fails (before draft export runs to find the rest).
         `overrides` ({path: text}) are other files run and placed instead of their disk contents.
         `outputs` collects what fix verification compares besides plain export's verdict (`FileResult.facts`).
+        `draft` ("always") runs draft export for this check even where plain export passes (the editor's
+        "Run draft export" command), whatever the settings say.
         """
         overrides = {os.path.abspath(p): t for p, t in (overrides or {}).items()}
         # off the event loop: parsing a 20,000-line file must not stall an editor's requests
@@ -306,7 +309,7 @@ class Engine:
         if outputs:
             job["outputs"] = True
         cfg = project.load_config(plan.root)
-        if self.settings.draft_for(cfg) == "always":
+        if (draft or self.settings.draft_for(cfg)) == "always":
             job["draft"] = "always"
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles

@@ -87,6 +87,30 @@ export const TRUST_PROBE = {
   ].join('\n'),
 };
 
+/**
+ * A model whose plain export passes while draft export crashes on it (`z[a]` with `a` read from a
+ * tensor): "Check export" shows nothing, "Run draft export on this file" shows draft export's
+ * report, an information-level `draft-export-crashed` on the `model =` line.
+ */
+export const DRAFT_PROBE = {
+  file: 'draft_probe/pick.py',
+  line: 10, // 1-based: `model = Pick()`
+  source: [
+    '"""Written by the e2e test: plain export passes, draft export crashes on z[a]."""',
+    'import torch',
+    '',
+    '',
+    'class Pick(torch.nn.Module):',
+    '    def forward(self, x, z):',
+    '        a = x.item()',
+    '        return z[a] * 2',
+    '',
+    'model = Pick()',
+    'example_args = (torch.tensor(2), torch.randn(9))',
+    '',
+  ].join('\n'),
+};
+
 export interface Located extends Expected {
   line: number; // 1-based, as the workbench shows it
   column: number; // 1-based

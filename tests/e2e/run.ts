@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from './browser';
 import { copyWorkspace, findVsix, REPO, RunningCodeServer, sleep, startCodeServer } from './codeServer';
-import { EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
+import { DRAFT_PROBE, EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
 import { finishedRuns, progressInFlight } from '../../extension/lib/events';
 import { verifiedFixScenarios } from './verifiedFixes';
 import { notebookScenario } from './notebook';
@@ -144,6 +144,8 @@ async function openSession(root: string, name: string, vsix: string, python: str
   const workspace = copyWorkspace(path.join(sroot, 'examples'));
   fs.mkdirSync(path.dirname(path.join(workspace, TRUST_PROBE.file)), { recursive: true });
   fs.writeFileSync(path.join(workspace, TRUST_PROBE.file), TRUST_PROBE.source);
+  fs.mkdirSync(path.dirname(path.join(workspace, DRAFT_PROBE.file)), { recursive: true });
+  fs.writeFileSync(path.join(workspace, DRAFT_PROBE.file), DRAFT_PROBE.source);
   if (trust) {
     // A workspace setting that would run an interpreter from the (untrusted) folder itself:
     // VS Code must ignore it (restrictedConfigurations) until the folder is trusted.
@@ -398,6 +400,54 @@ async function trustedSession(page: Page, workspace: string, userDataDir: string
           throw new Error(`${String(e)}; status is ${JSON.stringify(await statusText(page))}`);
         },
       );
+    },
+    filter,
+  );
+
+  await scenario(
+    page,
+    "Run draft export on this file shows draft export's report where plain export passes",
+    240_000,
+    async () => {
+      const newRun = async (what: string, before: Set<string>): Promise<string | undefined> => {
+        const runs = await poll(what, 150_000, () => {
+          const ended = finishedRuns(clientEvents(userDataDir)).filter((r) => !before.has(r.token));
+          return Promise.resolve(ended.length > 0 ? ended : undefined);
+        });
+        return runs[0]?.result;
+      };
+      const tokens = (): Set<string> => new Set(clientEvents(userDataDir).map((e) => (e.kind === 'progress-begin' ? e.token : '')));
+      // Opening it runs "Check export": the user's plain export passes, nothing to show.
+      await poll('no run in flight first', 90_000, () => Promise.resolve(progressInFlight(clientEvents(userDataDir)) ? undefined : true));
+      let before = tokens();
+      await openFile(page, DRAFT_PROBE.file);
+      const opened = await newRun("the opening check's progress to begin and end", before);
+      if (opened !== '0 problems') {
+        throw new Error(`the check of ${DRAFT_PROBE.file} ended with ${JSON.stringify(opened)}, not "0 problems"`);
+      }
+      const clean = await visibleSquiggles(page);
+      if (clean.length !== 0) {
+        throw new Error(`plain export passes, yet squiggles show: ${JSON.stringify(clean)}`);
+      }
+      before = tokens();
+      await runCommand(page, 'ExportLens: Run draft export on this file');
+      await newRun("the draft export run's progress to begin and end", before);
+      await poll(`draft export's hint on line ${DRAFT_PROBE.line}`, 60_000, async () =>
+        (await visibleSquiggles(page)).some((s) => s.line === DRAFT_PROBE.line && s.kind === 'info') ? true : undefined,
+      ).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}; visible squiggles: ${JSON.stringify(await visibleSquiggles(page))}`);
+      });
+      await page.keyboard.press('Escape');
+      await page.keyboard.press(`${MOD}+Shift+M`);
+      await poll('the draft-export-crashed row in the Problems panel', 30_000, async () =>
+        (await problemRows(page)).some((r) => /draft-export-crashed/.test(r.text) && r.text.includes(`[Ln ${DRAFT_PROBE.line},`))
+          ? true
+          : undefined,
+      );
+      await screenshot(page, 'run draft export');
+      await runCommand(page, 'View: Hide Panel');
+      const lens = page.locator('.codelens-decoration', { hasText: 'Check export' });
+      await lens.first().waitFor({ state: 'visible', timeout: 30_000 }); // the CodeLens keeps "Check export"
     },
     filter,
   );

@@ -1,7 +1,7 @@
 // "Check export of this file" from a .py editor, a notebook cell, a notebook without an edited cell.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fileToRun } from '../../extension/lib/fileToRun';
+import { fileToRun, runArguments } from '../../extension/lib/fileToRun';
 
 const PY = 'file:///ws/models/net.py';
 const NB = 'file:///ws/notebooks/threshold.ipynb';
@@ -29,5 +29,14 @@ describe('fileToRun', () => {
     assert.equal(fileToRun(undefined, 'untitled:Untitled-1', undefined), undefined);
     assert.equal(fileToRun(undefined, undefined, undefined), undefined);
     assert.equal(fileToRun(undefined, CELL, 'untitled:Untitled-1.ipynb'), undefined);
+  });
+});
+
+describe('runArguments', () => {
+  it('"Check export" leaves draft export to the settings', () => {
+    assert.deepEqual(runArguments(PY, 'check'), [PY]);
+  });
+  it('"Run draft export" asks for draft export even where plain export passes', () => {
+    assert.deepEqual(runArguments(NB, 'draft'), [NB, { draft: 'always' }]);
   });
 });

@@ -24,18 +24,20 @@ interface Manifest {
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 describe('package.json', () => {
-  it('offers "Check export of this file" in notebooks too, "Make it export" on Python files on disk', () => {
+  it('offers "Check export of this file" and "Run draft export on this file" in notebooks too, "Make it export" on Python files on disk', () => {
     // In a notebook the palette's context has no Python editor once a cell is left (Escape).
     assert.deepEqual(manifest.contributes.menus.commandPalette, [
       { command: 'exportlens.runOnFile', when: 'editorLangId == python || notebookType == jupyter-notebook' },
+      { command: 'exportlens.runDraftExportOnFile', when: 'editorLangId == python || notebookType == jupyter-notebook' },
       { command: 'exportlens.makeItExport', when: 'editorLangId == python && resourceScheme == file' },
     ]);
   });
 
-  it('has the six commands with their titles', () => {
+  it('has the seven commands with their titles', () => {
     const titles = manifest.contributes.commands.map((c) => `${c.category}: ${c.title}`);
     assert.deepEqual(titles, [
       'ExportLens: Check export of this file',
+      'ExportLens: Run draft export on this file',
       'ExportLens: Check export of all targets',
       'ExportLens: Restart server',
       'ExportLens: Show output',

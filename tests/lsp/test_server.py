@@ -335,6 +335,43 @@ async def test_run_all_targets_of_the_workspace(client: LanguageClient, ws: Path
     assert result["problems"] >= 8
 
 
+PICK_MODEL = """import torch
+
+
+class Pick(torch.nn.Module):
+    def forward(self, x, z):
+        a = x.item()
+        return z[a] * 2
+
+
+model = Pick()
+example_args = (torch.tensor(2), torch.randn(9))
+"""
+
+
+async def test_the_draft_export_option_shows_draft_exports_report_where_plain_export_passes(client: LanguageClient, ws: Path) -> None:
+    """"Run draft export on this file" (`[uri, {"draft": "always"}]`): plain export passes, so a check is
+    clean; draft export, run anyway, crashes on `z[a]`, and that hint is published. A later plain check
+    goes back to the user's export alone."""
+    (ws / "passes").mkdir()
+    path = ws / "passes" / "pick.py"
+    path.write_text(PICK_MODEL)
+    uri = path.as_uri()
+    since = time.monotonic()
+    checked = await run_command(client, uri)
+    assert checked["ran"] and checked["problems"] == 0
+    assert [spans(p.diagnostics) for p in publishes_for(client, uri, since)] in ([], [[]])  # nothing to show, or an empty list
+    since = time.monotonic()
+    drafted = await run_command(client, uri, {"draft": "always"})
+    assert drafted["ran"] and drafted["problems"] == 0  # a hint, not a problem: the model exports
+    (d,) = (await next_publish(client, uri, since)).diagnostics
+    assert (d.code, d.severity, d.range.start.line) == ("draft-export-crashed", types.DiagnosticSeverity.Information, 9)
+    assert "plain torch.export.export passes with the same arguments" in d.message
+    since = time.monotonic()
+    await run_command(client, uri)
+    assert spans((await next_publish(client, uri, since)).diagnostics) == []
+
+
 async def test_save_op_profiles(client: LanguageClient, ws: Path) -> None:
     got = await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.saveOpProfiles", arguments=[])), 10)
     assert got == {"saved": False, "reason": "no file"}

@@ -66,7 +66,7 @@ class Runs:
             task.cancel()
         await self.engines.close()
 
-    def start(self, path: str, *, explicit: bool = False, progress: RunProgress | None = None) -> asyncio.Task[FileResult | None]:
+    def start(self, path: str, *, explicit: bool = False, progress: RunProgress | None = None, draft: str | None = None) -> asyncio.Task[FileResult | None]:
         """Run `path` now, cancelling its run in flight; the task yields None if superseded."""
         old = self.tasks.get(path)
         if old is not None and not old.done():
@@ -74,7 +74,7 @@ class Runs:
         gen = self.generation.get(path, 0) + 1
         self.generation[path] = gen
         self.gate.hold()  # before its job is sent: verification's jobs are killed first
-        task = asyncio.ensure_future(self._run(path, gen, explicit, progress))
+        task = asyncio.ensure_future(self._run(path, gen, explicit, progress, draft))
         self.tasks[path] = task
         task.add_done_callback(lambda t: self._ended(path, t))
         return task
@@ -84,7 +84,7 @@ class Runs:
             del self.tasks[path]
         self.gate.release()  # published (or superseded): verification may resume
 
-    async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None) -> FileResult | None:
+    async def _run(self, path: str, gen: int, explicit: bool, shared: RunProgress | None, draft: str | None = None) -> FileResult | None:
         engine = self.engines.current()
         # The text the editor has now (didSave comes after the buffer is final), not the disk, which
         # the editor may be rewriting in place; a file that is not open is read once, by the plan.
@@ -105,7 +105,7 @@ class Runs:
                 if self.generation.get(path) == gen:
                     self.store(path, FileResult(path, diagnostics=diags, ran=True, document=doc), version, final=False)
 
-            result = await engine.check(doc, explicit=explicit, on_target=progress.target, on_phase=progress.phase, on_early=early)
+            result = await engine.check(doc, explicit=explicit, on_target=progress.target, on_phase=progress.phase, on_early=early, draft=draft)
             self.ls.tell_unsupported(engine.unsupported)
         except asyncio.CancelledError:
             if shared is None:
@@ -124,29 +124,30 @@ class Runs:
         if self.engines.superseded(engine):  # the interpreter setting changed under this run: its worker was
             if shared is None:  # closed (a "crash" that is none), and the new interpreter is what counts
                 progress.end("superseded: the interpreter changed")
-            self.start(path, explicit=explicit).add_done_callback(_consume)
+            self.start(path, explicit=explicit, draft=draft).add_done_callback(_consume)
             return None
         self.store(path, result, version)
         if shared is None:
             progress.end(problems_text(count_problems(result.diagnostics)))
         return result
 
-    async def run_paths(self, paths: list[str], *, explicit: bool) -> RunSummary:
-        """Run several owners one after the other under one progress (the command)."""
+    async def run_paths(self, paths: list[str], *, explicit: bool, draft: str | None = None) -> RunSummary:
+        """Run several owners one after the other under one progress (the command); `draft` ("always"):
+        draft export runs even where plain export passes (the "Run draft export" command)."""
         if len(paths) == 1:
-            task = self.start(paths[0], explicit=explicit)
+            task = self.start(paths[0], explicit=explicit, draft=draft)
             return await self._await_runs([(paths[0], task, self.generation[paths[0]])])
         with self.gate.foreground():  # no verification between one owner's run and the next
-            return await self._run_one_by_one(paths, explicit=explicit)
+            return await self._run_one_by_one(paths, explicit=explicit, draft=draft)
 
-    async def _run_one_by_one(self, paths: list[str], *, explicit: bool) -> RunSummary:
+    async def _run_one_by_one(self, paths: list[str], *, explicit: bool, draft: str | None = None) -> RunSummary:
         names = [n for p in paths for n in self.plans.target_names(p)]
         me = asyncio.current_task()
         progress = RunProgress.start(self.ls, names or ["workspace"], lambda: me.cancel() if me else None)
         pairs: list[tuple[str, asyncio.Task[FileResult | None], int]] = []
         try:
             for p in paths:
-                task = self.start(p, explicit=explicit, progress=progress)
+                task = self.start(p, explicit=explicit, progress=progress, draft=draft)
                 pairs.append((p, task, self.generation[p]))
                 try:
                     await asyncio.shield(task)

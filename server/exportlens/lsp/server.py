@@ -184,19 +184,23 @@ class ExportLensServer(LanguageServer):
             self.run_file_soon(owner)
 
     async def run_command(self, args: tuple[Any, ...]) -> dict[str, Any] | None:
+        """`[uri]` checks one file, `[]` every owner of the workspace; `[uri, {"draft": "always"}]` runs
+        draft export too where plain export passes (its full report, crashes included)."""
         if not self.can_run():
             return {"ran": False, "reason": "untrusted"}
+        options = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+        draft = "always" if options.get("draft") == "always" else None
         if args and args[0] is not None:
             path = _arg_path(args[0])
             if path is None:
                 raise ValueError(f"{RUN_COMMAND} expects a file URI, got {args[0]!r}")
-            summary = await self.runs.run_paths([path], explicit=True)
+            summary = await self.runs.run_paths([path], explicit=True, draft=draft)
         else:
             owners = self.runs.plans.workspace_owners()
             if not owners:
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message="ExportLens found no export target in this workspace."))
                 return RunSummary([], 0, []).to_json() | {"ran": False}
-            summary = await self.runs.run_paths(owners, explicit=False)
+            summary = await self.runs.run_paths(owners, explicit=False, draft=draft)
         return summary.to_json() | {"ran": True}
 
 
