@@ -2,7 +2,8 @@
  * The HTML report in a real browser (issue 22): the page of `exportlens check examples/` (through
  * its JSON report and `exportlens report`, as a CI artifact is rendered later) and the page of a
  * `pytest --exportlens -n 2 --exportlens-html` run, each opened from a file:// URL in Debian's
- * Chromium. Asserted: the summary counts, one root cause shared by two targets and its links, the
+ * Chromium. Asserted: the summary counts, the library line that the script-form targets and the zoo's
+ * factory and module-level targets share as the first root cause, with all seven and its links, the
  * underlined range on the line examples/EXPECTED.json names, a fix's diff and verified outcome,
  * markup from a model's source and from an exception shown as text, keyboard sorting and
  * filtering, the content without JavaScript, the dark scheme, no request but the page itself, and
@@ -33,7 +34,7 @@ const MAX_RENDER_MS = 1000; // and rendered in under 1 s, by the browser's own c
 const NAMES = [
   'html report: render the report of `exportlens check examples/` and of a pytest-xdist run',
   'html report: summary counts of examples/ and the render time',
-  'html report: one root cause shared by two targets, linked to both',
+  'html report: one library line is the first root cause of all its targets, the zoo factories included',
   'html report: the range underlined on its line, and a fix diff with its outcome',
   'html report: sort and filter from the keyboard',
   'html report: the content without JavaScript, and the dark scheme',
@@ -261,10 +262,33 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
         const shared = await cause(page, 'minilib/postprocess.py:8');
         same(
           [shared.targets, shared.links],
-          ['3', ['library_project/detect.py · model', 'library_project/tracker.py · model', 'library_project/two_stage.py · model']],
-          'the shared root cause',
+          [
+            '7',
+            [
+              'library_project/detect.py · model',
+              'library_project/tracker.py · model',
+              'library_project/two_stage.py · model',
+              'zoo/detectors.py · detectors.py:small_detector',
+              'zoo/detectors.py · detectors.py:wide_detector',
+              'zoo/detectors.py · detectors.py:two_stage_detector',
+              'zoo/module_level.py · model',
+            ],
+          ],
+          'the shared root cause: script-form targets and the zoo factory and module-level ones',
         );
         same(await shared.row.locator('code.expr').textContent(), 'num_kept > max_keep', 'its expression');
+        same(await page.locator('#causes tbody tr').first().getAttribute('id'), await shared.row.getAttribute('id'), 'first in the table');
+        await page.locator('#causes').scrollIntoViewIfNeeded();
+        await page.locator('#causes').screenshot({ path: path.join(ctx.out, 'html-report-root-causes.png') });
+        const zooLink = shared.row.locator('a.target-link', { hasText: 'detectors.py:small_detector' });
+        const zooHref = (await zooLink.getAttribute('href')) ?? '';
+        await zooLink.click();
+        await page.waitForFunction((hash) => location.hash === hash, zooHref);
+        same(
+          await page.locator(zooHref).locator('b').textContent(),
+          'detectors.py:small_detector',
+          'the zoo link lands on its factory target',
+        );
         await shared.row.locator('a.target-link').nth(1).click();
         await page.waitForFunction((hash) => location.hash === hash, shared.hrefs[1] ?? '');
         const target = page.locator(`${shared.hrefs[1] ?? ''}`);
@@ -331,12 +355,20 @@ export async function htmlReportScenarios(ctx: HtmlReportContext): Promise<void>
         const rows = await visibleRows(page);
         same(
           rows.map((r) => r.file).sort(),
-          ['library_op/model.py', 'library_project/detect.py', 'library_project/tracker.py', 'missing_fake/model.py'],
+          [
+            'library_op/model.py',
+            'library_project/detect.py',
+            'library_project/tracker.py',
+            'missing_fake/model.py',
+            'zoo/detectors.py',
+            'zoo/detectors.py',
+            'zoo/module_level.py',
+          ],
           'the targets with a missing fake kernel',
         );
         same(
           await page.locator('#filter-count').textContent(),
-          `4 of ${json.targets.length} targets; findings and root causes of missing-fake-kernel only`,
+          `7 of ${json.targets.length} targets; findings and root causes of missing-fake-kernel only`,
           'the count',
         );
         check(

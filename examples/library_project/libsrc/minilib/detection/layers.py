@@ -3,7 +3,7 @@
 A detector's pretrained parts are frozen; here they are also how the model stays the same under
 draft export on every torch: torch 2.13's draft export runs the real kernels with garbage in place
 of a module's *parameters* (its buffers keep their values), so every data-dependent branch after a
-learned layer would go a random way (docs/torch-facts.md §1.5). The weights come from a seed.
+learned layer would go a random way (docs/torch-facts.md §1.6). The weights come from a seed.
 """
 
 import torch
