@@ -94,7 +94,10 @@ def draft(mod: Any, args: Any, kwargs: Any = None, **options: Any) -> dict[str, 
     return {**entry, "problems": seen, "raised": None}
 
 
-def _spec(spec: dict[str, Any]) -> dict[str, Any]:
+def _spec(spec: Any) -> dict[str, Any]:
+    """A module's namespace or a factory's result: a dict, or a tuple (model, args[, kwargs]) as the worker takes it."""
+    if isinstance(spec, (tuple, list)):
+        spec = dict(zip(("model", "example_args", "example_kwargs"), spec, strict=False))
     args = spec["example_args"]
     return draft(
         spec["model"],

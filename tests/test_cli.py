@@ -47,8 +47,9 @@ def test_json_is_one_document_in_the_agreed_shape() -> None:
     ]
     assert all(isinstance(t["seconds"], float) for t in doc["targets"])
     (d,) = doc["diagnostics"]
-    assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes", "data", "owner"}
+    assert set(d) == {"file", "range", "severity", "code", "message", "target", "related", "fixes", "data", "owner", "root_cause"}
     assert d["owner"] == d["file"] and d["data"]["source_expr"] == "n > 2"
+    assert d["root_cause"] == {"file": d["file"], "line": 9}  # the user's own line: no library
     assert d["file"] == str(EXAMPLES / "data_dependent/item_branch.py")
     assert d["range"] == {"start": {"line": 8, "character": 11}, "end": {"line": 8, "character": 16}}
     assert (d["severity"], d["code"], d["target"]) == (1, "data-dependent-guard", "export at item_branch.py:15")

@@ -34,6 +34,14 @@ if SPEC is None or SPEC.origin is None:
     pytest.fail("the example library minilib is not installed in this venv: run `make .venv/.installed`", pytrace=False)
 MINILIB = Path(SPEC.origin).parent
 BOUNDARY = (12, 16, 12, 37)  # `self.detector(images)` in detect.py, 0-based as in LSP
+# minilib's guard `if num_kept > max_keep:` as `data.library_frame` names it
+POSTPROCESS_GUARD = {
+    "file": str(MINILIB / "postprocess.py"),
+    "line": 8,
+    "function": "limit_detections",
+    "source": "if num_kept > max_keep:",
+    "package": "minilib",
+}
 
 
 def rng(r: Range) -> tuple[int, int, int, int]:
@@ -68,13 +76,7 @@ def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: Sync
     assert "`boxes.shape[0] == 0`" in first.message and "minilib/detector.py:17" in first.message
     assert "`num_kept > max_keep`" in second.message and "torch saw `u2 > 2`" in second.message
     assert "minilib/postprocess.py:8" in second.message and "never edits it" in second.message
-    assert second.data["library_frame"] == {
-        "file": str(MINILIB / "postprocess.py"),
-        "line": 8,
-        "function": "limit_detections",
-        "source": "if num_kept > max_keep:",
-        "package": "minilib",
-    }
+    assert second.data["library_frame"] == POSTPROCESS_GUARD
     assert [f["function"] for f in second.data["library_chain"]] == ["forward", "TinyDetector.forward", "limit_detections"]
     assert second.data["library_chain"][0]["source"] == "boxes = self.detector(images)"  # the project's line, as written
     assert second.data["upstream_search"] == "minilib limit_detections torch.export data-dependent"

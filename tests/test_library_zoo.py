@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SyncEngine
-from test_library import MINILIB, rng
+from test_library import MINILIB, POSTPROCESS_GUARD, _library_project, rng
 
 from exportlens.engine import FileResult
 from exportlens.findings.boundary import shorten
@@ -55,13 +55,7 @@ def test_factory_targets_put_each_library_problem_where_they_build_the_model(eng
         ("detectors.py:two_stage_detector", "data-dependent-guard", "TwoStageDetector()", ("minilib/postprocess.py", 8)),
     ]
     guard = result.diagnostics[1]
-    assert guard.data["library_frame"] == {
-        "file": str(MINILIB / "postprocess.py"),
-        "line": 8,
-        "function": "limit_detections",
-        "source": "if num_kept > max_keep:",
-        "package": "minilib",
-    }
+    assert guard.data["library_frame"] == POSTPROCESS_GUARD
     assert guard.data["boundary_kind"] == "declaration" and guard.data["boundary"] == {"file": str(ZOO / "detectors.py"), "line": 19}
     assert (guard.related[0].file, guard.related[0].range.start.line) == (str(MINILIB / "postprocess.py"), 7)
     assert [f.get("function") for f in guard.data["library_chain"]] == ["small_detector", "TinyDetector.forward", "limit_detections"]
@@ -225,3 +219,31 @@ def test_the_zoo_groups_by_the_shared_library_line(detected: dict[str, FileResul
     shared = [d["target"] for d in doc["diagnostics"] if d["root_cause"]["where"] == "minilib/detection/boxes.py:30"]
     assert shared == ["zoo.py:fasterrcnn", "model"]
     assert rootcause.read(doc["diagnostics"][1]["root_cause"]) == (str(MINILIB / "detection" / "boxes.py"), None, 29)
+
+
+STRICT_LIB = """import torch
+
+
+class Strict(torch.nn.Module):
+    def forward(self, x):
+        return check_input(x) * 2
+
+
+def check_input(x):
+    if torch.compiler.is_exporting():
+        raise ValueError("strictlib cannot be exported")
+    return x
+"""
+
+
+def test_an_error_raised_inside_a_module_level_library_model(engine: SyncEngine, tmp_path: Path) -> None:
+    path, site = _library_project(
+        tmp_path, {"strictlib/__init__.py": STRICT_LIB}, "import torch\nfrom strictlib import Strict\n\nmodel = Strict()\nexample_args = (torch.rand(3),)\n"
+    )
+    (d,) = engine.check(path).diagnostics
+    assert (d.code, text_of(path, rng(d.range))) == ("export-error", "Strict()")
+    assert d.message.startswith(
+        "torch.export failed inside the library strictlib (strictlib/__init__.py:11, in `check_input`): ValueError: strictlib cannot be exported."
+    )
+    assert [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related] == [("strictlib/__init__.py", 10)]
+    assert d.data["library_frame"]["line"] == 11 and d.data["boundary_kind"] == "declaration"

@@ -73,7 +73,7 @@ def exception_diagnostic(ctx: Context, exc: ExceptionInfo, *, target_error: str 
             )
             if b.declared:
                 data["boundary_kind"] = "declaration"
-                text += boundary.declared_note(b)
+                text = text.rstrip() + ("" if text.rstrip().endswith(".") else ".") + boundary.declared_note(b)
         if frame.file != ctx.target_file or frame.line != ctx.target_line:
             tsrc = ctx.source(ctx.target_file)
             if tsrc is not None and not target_error:
