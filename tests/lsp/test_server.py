@@ -350,7 +350,7 @@ example_args = (torch.tensor(2), torch.randn(9))
 
 
 async def test_the_draft_export_option_shows_draft_exports_report_where_plain_export_passes(client: LanguageClient, ws: Path) -> None:
-    """"Run draft export on this file" (`[uri, {"draft": "always"}]`): plain export passes, so a check is
+    """ "Run draft export on this file" (`[uri, {"draft": "always"}]`): plain export passes, so a check is
     clean; draft export, run anyway, crashes on `z[a]`, and that hint is published. A later plain check
     goes back to the user's export alone."""
     (ws / "passes").mkdir()
