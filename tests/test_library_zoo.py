@@ -12,6 +12,7 @@ reshapes, the poolers' `len(rois)`, topk over what survived a score threshold.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from test_library import MINILIB, POSTPROCESS_GUARD, _library_project, rng
 from exportlens.engine import FileResult
 from exportlens.findings.boundary import shorten
 from exportlens.fixes import registry
+from exportlens.lsp.hover import hover_markdown
 from exportlens.model import Diagnostic, Report
 from exportlens.report import jsonreport, rootcause
 
@@ -62,6 +64,13 @@ def test_factory_targets_put_each_library_problem_where_they_build_the_model(eng
     assert guard.message.startswith("Inside the library minilib (minilib/postprocess.py:8, in `limit_detections`), draft export could not decide ")
     assert "`num_kept > max_keep`" in guard.message and "u2 is `num_kept`" in guard.message
     assert guard.message.endswith("No line of this project runs while the model exports: it is shown where the target builds the model.")
+    hover = hover_markdown(guard, (ZOO / "detectors.py").read_text())
+    assert (
+        "**From your code into the library minilib**\n1. your code `detectors.py:19`: `model = TinyDetector(max_keep=2)`\n"
+        "2. `TinyDetector.forward` `detector.py:20`: `kept = limit_detections(boxes, scores, self.max_keep)`\n"
+        "3. `limit_detections` `postprocess.py:8`: `if num_kept > max_keep:`\n"
+    ) in hover
+    assert "- guard in the library minilib: `num_kept > 2`\n- as torch printed it: `u2 > 2`\n" in hover and "- `u2` is `num_kept`" in hover
     first, second = result.diagnostics[-2:]
     assert [first.data["expr"], second.data["expr"]] == ["u0 > 3", "u1 > 1"]  # propose (keeps 3), then detect (keeps 1)
 
@@ -247,3 +256,137 @@ def test_an_error_raised_inside_a_module_level_library_model(engine: SyncEngine,
     )
     assert [(os.path.relpath(r.file, site), r.range.start.line) for r in d.related] == [("strictlib/__init__.py", 10)]
     assert d.data["library_frame"]["line"] == 11 and d.data["boundary_kind"] == "declaration"
+
+
+def test_a_notebooks_module_level_library_model_is_placed_in_its_cell(engine: SyncEngine, tmp_path: Path) -> None:
+    """The declaration is found in the notebook's joined code and mapped back to its cell, like any finding."""
+    cells = [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["import torch\n", "from minilib import TinyDetector"]},
+        {"cell_type": "markdown", "metadata": {}, "source": ["The model"]},
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": ["model = TinyDetector(max_keep=1)\n", "example_args = (torch.tensor([[2.0, 1.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0]]),)"],
+        },
+    ]
+    (tmp_path / "pyproject.toml").write_text("")
+    nb = tmp_path / "zoo.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    result = engine.check(nb)
+    got = [(d.code, d.cell, rng(d.range), library_place(d)) for d in result.diagnostics]
+    assert got == [
+        ("data-dependent-guard", 2, (0, 8, 0, 32), ("minilib/detector.py", 17)),
+        ("data-dependent-guard", 2, (0, 8, 0, 32), ("minilib/postprocess.py", 8)),
+        ("missing-fake-kernel", 2, (0, 8, 0, 32), ("minilib/detector.py", 16)),
+    ]
+
+
+PATCH_FACTORIES = """import torch
+from minilib import DynamicPatchEmbed, FixedPatchEmbed
+from torch.export import Dim
+
+
+def fixed_embed():
+    model = FixedPatchEmbed(img_size=32)
+    return {"model": model, "example_args": (torch.rand(2, 3, 32, 32),), "dynamic_shapes": ({2: Dim.AUTO, 3: Dim.AUTO},)}
+
+
+def dynamic_embed():
+    return {"model": DynamicPatchEmbed(), "example_args": (torch.rand(2, 3, 32, 48),), "dynamic_shapes": ({2: Dim("h"), 3: Dim("w")},)}
+"""
+
+
+def test_a_timm_like_model_from_a_factory_gets_its_specialized_and_violated_dimensions(engine: SyncEngine, tmp_path: Path) -> None:
+    """minilib's patch embeddings written as timm writes them: the fixed one's size checks specialise
+    the Dim.AUTO height and width (plain export passes), the dynamic one's divisibility checks violate
+    the named Dims (plain export fails). Each dimension its own finding on the factory's model, with
+    the library's guard related and in `data`."""
+    (tmp_path / "pyproject.toml").write_text('[tool.exportlens]\ntargets = ["vit.py:fixed_embed", "vit.py:dynamic_embed"]\n')
+    path = tmp_path / "vit.py"
+    path.write_text(PATCH_FACTORIES)
+    result = engine.check(path)
+    got = [(d.target, d.code, text_of(path, rng(d.range)), library_place(d), d.data["boundary_kind"]) for d in result.diagnostics]
+    assert got == [
+        ("vit.py:fixed_embed", "dim-specialized", "FixedPatchEmbed(img_size=32)", ("minilib/patches.py", 19), "declaration"),
+        ("vit.py:fixed_embed", "dim-specialized", "FixedPatchEmbed(img_size=32)", ("minilib/patches.py", 20), "declaration"),
+        ("vit.py:dynamic_embed", "guard-added", "DynamicPatchEmbed()", ("minilib/patches.py", 32), "declaration"),
+        ("vit.py:dynamic_embed", "guard-added", "DynamicPatchEmbed()", ("minilib/patches.py", 33), "declaration"),
+    ]
+    height, _, h16, _ = result.diagnostics
+    assert height.message.startswith(
+        "`x.shape[2]` is marked Dim.AUTO, but inside the library minilib (minilib/patches.py:19, in `forward`) the guard `x.shape[2] == 32` fixes it to 32"
+    )
+    assert (os.path.relpath(height.related[0].file, MINILIB.parent), height.related[0].range.start.line) == ("minilib/patches.py", 18)
+    assert "torch added the guard `x.shape[2] % 16 == 0`, so torch.export.export fails with a constraint violation" in h16.message
+    assert h16.message.endswith("No line of this project runs while the model exports: it is shown where the target builds the model.")
+    assert [t.status for t in result.targets] == ["problems", "problems"]
+
+
+COMPILED_FACTORY = """import torch
+from minilib import TwoStageDetector
+
+
+def build():
+    return TwoStageDetector().eval()
+
+
+fast = torch.compile(build())
+fast(torch.rand(5, 4), torch.tensor([0.9, 0.8, 0.7, 0.6, 0.1]))
+"""
+
+TRACED_FACTORY = """import torch
+from minilib import DetectionHead
+
+
+def build():
+    return DetectionHead().eval()
+
+
+boxes = torch.tensor([[1.0, 1.0, 4.0, 3.0], [2.0, 0.0, 1.0, 5.0], [0.0, 0.0, 2.0, 2.0], [3.0, 1.0, 6.0, 2.0]])
+traced = torch.jit.trace(build(), (boxes,), strict=False)
+"""
+
+
+def test_a_compiled_library_model_built_by_a_factory(engine: SyncEngine, tmp_path: Path) -> None:
+    """torch.compile over a library model a factory built: the project's call of the compiled model is
+    on the live stack, so each graph break and recompile inside minilib goes there, library line
+    related and in `data`; the one `.item()` break reached from propose and from detect stays two."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "compiled.py"
+    path.write_text(COMPILED_FACTORY)
+    result = engine.check(path)
+    call = "fast(torch.rand(5, 4), torch.tensor([0.9, 0.8, 0.7, 0.6, 0.1]))"
+    got = [(d.code, text_of(path, rng(d.range)), library_place(d), [f.get("function") for f in d.data["library_chain"]]) for d in result.diagnostics]
+    assert got == [
+        ("graph-break", call, ("minilib/postprocess.py", 7), ["<module>", "forward", "propose", "limit_detections"]),
+        ("graph-break", call, ("minilib/postprocess.py", 7), ["<module>", "forward", "detect", "limit_detections"]),
+        ("recompile", call, ("minilib/postprocess.py", 6), ["<module>", "forward", "detect", "limit_detections"]),
+        ("recompile", call, ("minilib/postprocess.py", 7), ["<module>", "forward", "detect", "limit_detections"]),
+    ]
+    assert [(d.related[-1].file, d.related[-1].range.start.line, d.related[-1].message) for d in result.diagnostics] == [
+        (str(path), 8, "compiled here with torch.compile")
+    ] * 4
+    assert result.diagnostics[0].message.startswith("Graph break inside the library minilib (minilib/postprocess.py:7, in `limit_detections`): `.item()`")
+
+
+def test_a_traced_library_model_built_by_a_factory(engine: SyncEngine, tmp_path: Path) -> None:
+    """torch.jit.trace over a library model a factory built: each tracer warning inside minilib its
+    own finding on the trace call, the library line related and in `data`."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "traced.py"
+    path.write_text(TRACED_FACTORY)
+    result = engine.check(path)
+    call = "torch.jit.trace(build(), (boxes,), strict=False)"
+    got = [(d.code, text_of(path, rng(d.range)), library_place(d)) for d in result.diagnostics]
+    assert got == [
+        ("tracer-warning", call, ("minilib/head.py", 11)),
+        ("tracer-warning", call, ("minilib/head.py", 17)),
+        ("tracer-warning", call, ("minilib/head.py", 23)),
+        ("tracer-warning", call, ("minilib/head.py", 24)),
+    ]
+    assert [(os.path.relpath(r.file, MINILIB.parent), r.range.start.line) for r in result.diagnostics[0].related] == [
+        ("minilib/head.py", 10),
+        ("minilib/head.py", 32),
+    ]

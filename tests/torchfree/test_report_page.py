@@ -163,6 +163,23 @@ def test_the_zoos_shared_library_line_is_the_first_root_cause_with_all_its_targe
     ]
 
 
+def test_a_factory_targets_finding_shows_its_declaration_the_library_line_and_the_chain(zoo_doc: dict[str, Any]) -> None:
+    """The finding of `small_detector` on the page: the underlined model its factory builds, then the
+    library line, and the chain of frames from that declaration into minilib."""
+    dom = parse(page.render(jsonreport.parse(zoo_doc)))
+    on_19 = [a for a in dom.all("article", "finding") if a.one("a", "where").text().startswith("zoo/detectors.py:19:")]
+    assert [a.attrs["data-filter-code"] for a in on_19] == ["data-dependent-guard", "data-dependent-guard", "missing-fake-kernel"]
+    f = on_19[1]  # the first guard there is minilib/detector.py:17's
+    user, library = f.all("figure", "excerpt")
+    assert user.one("span", "hit").attrs["data-line"] == "19" and user.one("span", "ul").text() == "TinyDetector(max_keep=2)"
+    assert library.one("figcaption").text() == "minilib/postprocess.py:8 · inside the library minilib, in limit_detections"
+    assert [li.text() for li in f.one("ol", "chain").all("li")] == [
+        "zoo/detectors.py:19 in small_detector model = TinyDetector(max_keep=2)",
+        "minilib/detector.py:20 in TinyDetector.forward kept = limit_detections(boxes, scores, self.max_keep) (library)",
+        "minilib/postprocess.py:8 in limit_detections if num_kept > max_keep: (library)",
+    ]
+
+
 def test_readers_group_by_the_root_cause_field_alone(zoo_doc: dict[str, Any]) -> None:
     """Without `data` (a reader that kept only the documented fields), the field still groups the zoo."""
     bare = {**zoo_doc, "diagnostics": [{k: v for k, v in d.items() if k != "data"} for d in zoo_doc["diagnostics"]]}
