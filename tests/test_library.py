@@ -41,6 +41,7 @@ POSTPROCESS_GUARD = {
     "function": "limit_detections",
     "source": "if num_kept > max_keep:",
     "package": "minilib",
+    "where": "minilib/postprocess.py:8",
 }
 
 

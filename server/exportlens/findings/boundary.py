@@ -39,7 +39,8 @@ class LibraryFrame:
     end_col: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "function": self.qualname, "source": self.loc, "package": self.package}
+        """`file` is where it lives on this machine; `where` names it as an import does, the same on every machine."""
+        return {"file": self.file, "line": self.line, "function": self.qualname, "source": self.loc, "package": self.package, "where": self.where()}
 
     def as_frame(self) -> Frame:
         return Frame(self.file, self.line, self.name, self.col, self.end_line, self.end_col)
