@@ -24,7 +24,7 @@ from exportlens.engine import FileResult
 from exportlens.findings.boundary import shorten
 from exportlens.fixes import registry
 from exportlens.lsp.hover import hover_markdown
-from exportlens.model import Diagnostic, Report
+from exportlens.model import INFORMATION, Diagnostic, Report
 from exportlens.report import jsonreport, rootcause
 
 ZOO = EXAMPLES / "zoo"
@@ -390,4 +390,31 @@ def test_a_traced_library_model_built_by_a_factory(engine: SyncEngine, tmp_path:
     assert [(os.path.relpath(r.file, MINILIB.parent), r.range.start.line) for r in result.diagnostics[0].related] == [
         ("minilib/head.py", 10),
         ("minilib/head.py", 32),
+    ]
+
+
+PICK_LIB = """import torch
+
+
+class Pick(torch.nn.Module):
+    def forward(self, x, z):
+        a = x.item()
+        return z[a] * 2
+"""
+
+
+def test_draft_exports_crash_inside_a_declared_library_model_names_the_library_line(engine: SyncEngine, tmp_path: Path) -> None:
+    """Draft export run always (the "Run draft export" command) on a module-level library model whose
+    plain export passes: its crash is a hint on the target, related to the library line it crashed on,
+    not to the declaration, which did not run."""
+    path, site = _library_project(
+        tmp_path,
+        {"picklib/__init__.py": PICK_LIB},
+        "import torch\nfrom picklib import Pick\n\nmodel = Pick()\nexample_args = (torch.tensor(2), torch.randn(9))\n",
+    )
+    assert engine.check(path).diagnostics == []  # plain export passes
+    (d,) = engine.check(path, draft="always").diagnostics
+    assert (d.code, d.severity, rng(d.range)) == ("draft-export-crashed", INFORMATION, (6, 0, 6, 14))
+    assert [(os.path.relpath(r.file, site), r.range.start.line, r.message) for r in d.related] == [
+        ("picklib/__init__.py", 6, "draft export crashed here, in the library picklib (picklib/__init__.py:7, in `forward`): `return z[a] * 2`")
     ]

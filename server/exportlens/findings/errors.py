@@ -147,7 +147,9 @@ def draft_crash_diagnostics(ctx: Context, event: TargetEvent) -> list[Diagnostic
     file, rng = target_anchor(ctx)
     b = ctx.locate([("traceback", link.get("frames")) for link in crash.get("chain") or []])
     related = []
-    if b is not None and (b.frame.file, b.frame.line) != (ctx.target_file, ctx.target_line):
+    if b is not None and b.declared and b.inside is not None:  # no line of the project ran: the library's line did
+        related.append(boundary.library_related(ctx.source(b.inside.file), b.inside, "draft export crashed here"))
+    elif b is not None and (b.frame.file, b.frame.line) != (ctx.target_file, ctx.target_line):
         src = ctx.source(b.frame.file)
         where = placement.frame_range(src, b.frame) if src else Range.of(b.frame.line - 1, 0, b.frame.line - 1, 0)
         related.append(Related(b.frame.file, where, "draft export crashed while running this line"))
