@@ -20,9 +20,9 @@ import pytest
 from conftest import EXAMPLES, SyncEngine
 from test_library import MINILIB, POSTPROCESS_GUARD, _library_project, rng
 
+from exportlens import fix_registry as registry
 from exportlens.engine import FileResult
 from exportlens.findings.boundary import shorten
-from exportlens.fixes import registry
 from exportlens.lsp.hover import hover_markdown
 from exportlens.model import INFORMATION, Diagnostic, Report
 from exportlens.report import jsonreport, rootcause
