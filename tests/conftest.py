@@ -24,6 +24,47 @@ EXAMPLES = ROOT / "examples"
 EXPECTED_EXAMPLES: dict[str, list[dict[str, Any]]] = json.loads((EXAMPLES / "EXPECTED.json").read_text(encoding="utf-8"))["examples"]
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
+# -- tiers: every test file says which one it is in, with one line after its imports ------------------
+# `make check` runs `pytest -m quick` (a new quick file is picked up by its marker); `make test` runs all.
+TIERS = {
+    "quick": "needs no torch run (no worker, no CLI or server with a worker, no oracle): `make check` runs it, and `make test`",
+    "torch": "runs real torch (a worker, the CLI, a language server, an oracle in a fresh interpreter): `make test` only",
+}
+
+
+def tier_problem(file: str, tiers: list[str]) -> str | None:
+    """Why `file` (marked with `tiers`) is not in exactly one tier, and how to put it in one; None when it is."""
+    if len(tiers) == 1:
+        return None
+    if tiers:
+        return f"{file}: in {len(tiers)} tiers ({', '.join(tiers)}); keep exactly one in its `pytestmark`"
+    return (
+        f"{file}: in no tier. Add one line after its imports: `pytestmark = pytest.mark.quick` (it {TIERS['quick']}) or "
+        f"`pytestmark = pytest.mark.torch` (it {TIERS['torch']}); a file with a `pytestmark` list gets the tier first in it "
+        "(see TIERS in tests/conftest.py)"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: a file without a tier must fail `make check` too, not vanish from it
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    problems: dict[str, str] = {}
+    for item in items:
+        module = item.getparent(pytest.Module)
+        file = os.path.relpath(item.path, ROOT)
+        own = [m.name for m in module.own_markers if m.name in TIERS] if module is not None else []
+        problem = tier_problem(file, own)
+        if problem is None and {m.name for m in item.iter_markers() if m.name in TIERS} != set(own):
+            problem = f"{file}: {item.name} has a tier of its own; tiers are per file (its `pytestmark`)"
+        if problem:
+            problems.setdefault(file, problem)
+    if problems:
+        raise pytest.UsageError("every test file is in exactly one tier:\n" + "\n".join(problems[f] for f in sorted(problems)))
+
 
 class SyncEngine:
     """A real Engine on its own event loop thread, so plain tests can call it."""

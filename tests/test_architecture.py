@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.quick
 
 PACKAGE = ROOT / "server" / "exportlens"
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from conftest import SyncEngine, spans
+
+pytestmark = pytest.mark.torch
 
 GOOD = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x + 1\n\n\n"
 

@@ -13,6 +13,8 @@ import jsonschema
 import pytest
 from conftest import EXAMPLES, ROOT
 
+pytestmark = pytest.mark.torch
+
 SCHEMA = json.loads((ROOT / "tests/data/sarif-schema-2.1.0.json").read_text())
 
 

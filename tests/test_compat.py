@@ -17,6 +17,8 @@ from conftest import EXAMPLES, SyncEngine, spans
 from exportlens.engine import EngineSettings
 from exportlens.worker import compat
 
+pytestmark = pytest.mark.torch
+
 # -- stand-ins for older torch APIs ------------------------------------------------------------
 
 

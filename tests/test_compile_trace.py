@@ -23,6 +23,8 @@ from exportlens.engine import SourceCache
 from exportlens.findings.compile import what_changed
 from exportlens.model import Diagnostic
 
+pytestmark = pytest.mark.torch
+
 # What the worker will do for these files (job.py + compile_watch/trace_watch), once per file.
 HARNESS = r"""
 import json, os, runpy, sys

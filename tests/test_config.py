@@ -14,6 +14,8 @@ from test_cli import cli
 from exportlens import project
 from exportlens.cli import DEFAULT_TIMEOUT, build_parser, engine_settings
 
+pytestmark = pytest.mark.torch
+
 BRANCH = (EXAMPLES / "data_dependent" / "item_branch.py").read_text()
 
 

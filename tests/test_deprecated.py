@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine, spans
 
 from exportlens import deprecated
 from exportlens import fix_registry as registry
 from exportlens.fixes import apply_edits
 from exportlens.source import Source
+
+pytestmark = pytest.mark.torch
 
 SIZE_MODEL = """import torch
 import torch as T

@@ -30,9 +30,12 @@ import sys
 from collections import Counter
 from typing import Any
 
+import pytest
 from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, SyncEngine
 
 from exportlens.model import ERROR, WARNING, Diagnostic
+
+pytestmark = pytest.mark.torch
 
 TORCH_CODE = {
     "DATA_DEPENDENT_ERROR": "data-dependent-guard",

@@ -14,7 +14,7 @@ from conftest import EXAMPLES, SyncEngine
 from exportlens import document
 from exportlens.protocol import JobEvent
 
-pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the fork runs only where a second core is free")
+pytestmark = [pytest.mark.torch, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the fork runs only where a second core is free")]
 
 VARYING = {"seconds", "id", "pid", "draft_beside", "stderr"}  # what differs between any two runs (the log tail has times)
 

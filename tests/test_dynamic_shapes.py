@@ -16,6 +16,8 @@ from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens import fix_registry as registry
 
+pytestmark = pytest.mark.torch
+
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
 

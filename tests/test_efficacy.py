@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens import fix_registry as registry
+
+pytestmark = pytest.mark.torch
 
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 

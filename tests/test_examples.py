@@ -8,6 +8,8 @@ from conftest import EXAMPLES, EXPECTED_EXAMPLES, SyncEngine, example_spans, exp
 from exportlens.model import ERROR, INFORMATION, WARNING
 from exportlens.sarif import to_sarif
 
+pytestmark = pytest.mark.torch
+
 # compile/ and trace/ examples are checked by tests/test_compile_trace.py, from the same EXPECTED.json.
 LIBRARY_SOURCES = EXAMPLES / "library_project" / "libsrc"
 EXPORT_EXAMPLES = sorted(k for k in EXPECTED_EXAMPLES if not k.startswith(("compile/", "trace/")))

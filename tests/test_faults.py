@@ -11,6 +11,8 @@ from conftest import EXAMPLES, SyncEngine, spans
 
 from exportlens.engine import EngineSettings
 
+pytestmark = pytest.mark.torch
+
 MODEL = """import torch
 
 

@@ -13,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from html_dom import Node, parse
 from test_cli import cli
 from test_pytest_plugin import _pytest
+
+pytestmark = pytest.mark.torch
 
 HOSTILE = ROOT / "tests/fixtures/html_report"
 

@@ -28,6 +28,8 @@ from exportlens import fix_registry as registry
 from exportlens import project
 from exportlens.model import INFORMATION, WARNING, Diagnostic, Range
 
+pytestmark = pytest.mark.torch
+
 LIB_PROJECT = EXAMPLES / "library_project"
 SPEC = importlib.util.find_spec("minilib")
 if SPEC is None or SPEC.origin is None:

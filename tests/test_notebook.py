@@ -19,6 +19,8 @@ from test_cli import SCHEMA, cli
 
 from exportlens import notebook
 
+pytestmark = pytest.mark.torch
+
 NB = ROOT / "tests/fixtures/notebook/threshold.ipynb"
 REL = "tests/fixtures/notebook/threshold.ipynb"
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLES, ROOT
 
+pytestmark = pytest.mark.torch
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "exportlens" / "compat"
 
 FLOAT_BRANCH = """import torch

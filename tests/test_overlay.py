@@ -14,9 +14,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, SyncEngine, spans
 
 from exportlens.worker import overlay
+
+pytestmark = pytest.mark.torch
 
 BRANCH = textwrap.dedent("""\
     import torch

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import SyncEngine, spans
+
+pytestmark = pytest.mark.torch
 
 HEADER = "import torch\n\n\n"
 

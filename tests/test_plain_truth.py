@@ -13,9 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens.model import ERROR
+
+pytestmark = pytest.mark.torch
 
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import shlex
 
+import pytest
 import yaml
 from conftest import ROOT
 
 from exportlens.cli import build_parser
+
+pytestmark = pytest.mark.quick
 
 
 def test_hook_runs_exportlens_check_on_python_files() -> None:

@@ -24,7 +24,7 @@ from conftest import EXAMPLES, ROOT, SyncEngine, spans
 
 from exportlens.engine import EngineSettings
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [pytest.mark.torch, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
 
 TOKEN_VAR = "EXPORTLENS_TEST_TOKEN"
 

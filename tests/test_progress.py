@@ -9,9 +9,12 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import EXAMPLES, ROOT, SyncEngine
 
 from exportlens.cli_progress import CliProgress
+
+pytestmark = pytest.mark.torch
 
 SLOW = ROOT / "tests" / "fixtures" / "slow" / "slow_forward.py"  # forward sleeps 4 s
 

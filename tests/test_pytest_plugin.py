@@ -10,8 +10,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 from test_cli import cli
+
+pytestmark = pytest.mark.torch
 
 
 def _pytest(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,8 @@ from conftest import ROOT
 
 from exportlens.worker_client import WorkerClient
 
+pytestmark = pytest.mark.torch
+
 SHADOWED = ("selectors", "typing", "json")  # imported by asyncio, pygls and torch: after our first line
 BEFORE_US = ("types", "functools", "enum")  # imported by `-m` itself before any of our code: only -P helps
 

@@ -17,6 +17,8 @@ import pytest
 from exportlens.codes import CODES, CodeInfo, doc_url
 from exportlens.sarif import SARIF_SCHEMA_URI, github_line_hashes, to_sarif
 
+pytestmark = pytest.mark.quick
+
 SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 # The codes shipped so far, in their table order: SARIF rule indices follow it, so a new code goes
 # last (it needs no line here; it is in the table).

@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+pytestmark = pytest.mark.torch
 
 HANGS_IN_TRACE = '''"""A graph break, then a tracer warning, then the trace hangs."""
 import time

@@ -16,6 +16,8 @@ from conftest import EXAMPLES, ROOT
 
 from exportlens.fixes import parse_suggested
 
+pytestmark = pytest.mark.torch
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "exportlens" / "compat"
 ORACLE = Path(__file__).with_name("suggested_fixes_oracle.py")
 FILES = [

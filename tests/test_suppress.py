@@ -14,6 +14,8 @@ from exportlens import suppress
 from exportlens.fixes import apply_edits
 from exportlens.model import Diagnostic, Range
 
+pytestmark = pytest.mark.torch
+
 BRANCH = (EXAMPLES / "data_dependent" / "item_branch.py").read_text()
 IF_LINE = "        if n > 2:\n"
 

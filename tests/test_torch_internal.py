@@ -16,9 +16,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import SyncEngine, spans
 
 from exportlens import fix_registry as registry
+
+pytestmark = pytest.mark.torch
 
 MODEL = textwrap.dedent("""\
     import torch

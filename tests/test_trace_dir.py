@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLES, ROOT
 from test_cli import cli
 
@@ -12,6 +13,8 @@ from exportlens import engine as engine_module
 from exportlens.engine import Engine, EngineSettings
 from exportlens.lsp.hover import hover_markdown
 from exportlens.model import Diagnostic
+
+pytestmark = pytest.mark.torch
 
 
 def test_cli_trace_dir_keeps_the_trace_tlparse_reads(tmp_path: Path) -> None:

@@ -37,6 +37,8 @@ from exportlens.model import (
     Verification,
 )
 
+pytestmark = pytest.mark.torch
+
 ORACLE = Path(__file__).with_name("plain_dynamic.py")
 
 

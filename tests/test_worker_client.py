@@ -17,6 +17,8 @@ from exportlens import worker_client
 from exportlens.protocol import JobEvent, JobSpec
 from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, _FairSlots
 
+pytestmark = pytest.mark.torch
+
 
 async def test_cancelling_a_start_at_any_moment_leaves_no_worker() -> None:
     for steps in range(4):  # the cancellation lands at each of the first moments of a start

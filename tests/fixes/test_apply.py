@@ -10,6 +10,8 @@ from exportlens.fixes.text import end_position, split_lines, utf16_to_index
 from exportlens.model import Fix, Position, Range, TextEdit
 from exportlens.source import utf16_len
 
+pytestmark = pytest.mark.quick
+
 
 def edit(l1: int, c1: int, l2: int, c2: int, new: str, file: str = "f.py") -> TextEdit:
     return TextEdit(file, Range.of(l1, c1, l2, c2), new)

@@ -21,6 +21,8 @@ from exportlens.fixes import Refusal, apply_edits
 from exportlens.fixes.text import end_position
 from exportlens.model import Fix
 
+pytestmark = pytest.mark.quick
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "fixes"
 CASES = sorted(FIXTURES.glob("*/*.in.py"))
 

@@ -11,6 +11,8 @@ from conftest import SyncEngine
 from exportlens import fix_registry as registry
 from exportlens.fixes import apply_edits
 
+pytestmark = pytest.mark.torch
+
 HEAD = "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
 TAIL = "            return torch.ones(1) * n\n        return torch.zeros(1)\n\n\nmodel = M()\nexample_args = (torch.tensor(5),)\n"
 

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lsp_helpers import EXAMPLES, RawServer
 
+pytestmark = pytest.mark.torch
+
 EXAMPLE_TEXTS = [p.read_text() for p in sorted(EXAMPLES.rglob("*.py"))]
 
 json_scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=20)

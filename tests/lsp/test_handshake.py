@@ -21,6 +21,8 @@ from pygls.protocol import default_converter
 from exportlens.lsp import handshake
 from exportlens.lsp.server import create_server
 
+pytestmark = pytest.mark.torch
+
 
 def _pygls_answer(caps: types.ClientCapabilities) -> dict[str, Any]:
     server = create_server()

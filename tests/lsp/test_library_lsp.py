@@ -16,7 +16,7 @@ from lsp_helpers import EXAMPLES, WAIT, init_params, next_publish, open_doc, ser
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
 
 SPEC = importlib.util.find_spec("minilib")
 if SPEC is None or SPEC.origin is None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from lsp_helpers import ROOT, copy_examples
 
+pytestmark = pytest.mark.torch
+
 HERE = Path(__file__).resolve().parent
 
 

@@ -13,7 +13,7 @@ from lsp_helpers import ROOT, WAIT, apply_text_edits, init_params, next_publish,
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
 
 NB = ROOT / "tests/fixtures/notebook/threshold.ipynb"
 

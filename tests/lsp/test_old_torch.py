@@ -21,7 +21,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 sys.path.insert(0, str(ROOT / "tests"))
 from old_torch import STARTS_ENV, VERSION, make_project, make_venv  # noqa: E402
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
 
 WORK = Path(tempfile.mkdtemp(prefix="exportlens-old-torch-"))
 STARTS = WORK / "starts.log"

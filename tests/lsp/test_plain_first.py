@@ -15,7 +15,7 @@ from lsp_helpers import EXAMPLES, WAIT, init_params, is_partial, open_doc, serve
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from lsp_helpers import RawServer
 
+pytestmark = pytest.mark.torch
+
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:

@@ -19,7 +19,7 @@ from lsp_helpers import WAIT, change_doc, copy_examples, field_of, init_params, 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")]
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module"), pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")]
 
 SLOW_GUARD = '''"""A data-dependent guard in a model whose every export takes a second."""
 

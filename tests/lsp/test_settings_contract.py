@@ -22,6 +22,8 @@ import pytest
 from exportlens.lsp.settings import CLIENT_ONLY_KEYS, SECTION, Settings
 from exportlens.options import BY_KEY, OPTIONS, Option
 
+pytestmark = pytest.mark.quick
+
 ROOT = Path(__file__).resolve().parents[2]
 PROPERTIES: dict[str, dict[str, Any]] = json.loads((ROOT / "package.json").read_text())["contributes"]["configuration"]["properties"]
 PREFIX = SECTION + "."

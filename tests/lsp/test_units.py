@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from exportlens.lsp.settings import Settings
 from exportlens.lsp.textmap import line_map
 from exportlens.model import Range
+
+pytestmark = pytest.mark.quick
 
 TEXT = "import torch\n\nclass M:\n    def f(self, x):\n        n = x.item()\n        if n > 2:\n            return 1\n"
 

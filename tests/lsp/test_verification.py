@@ -34,7 +34,7 @@ from lsp_helpers import (
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ import types
 import typing
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / "server") not in sys.path:
     sys.path.insert(0, str(ROOT / "server"))
@@ -33,6 +35,8 @@ from exportlens.fixes.common import Offer  # noqa: E402
 
 PACKAGE = ROOT / "server" / "exportlens"
 FIXES = PACKAGE / "fixes"
+
+pytestmark = pytest.mark.quick
 
 
 def _members(data: object) -> list[object]:

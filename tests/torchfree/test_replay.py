@@ -21,6 +21,8 @@ from exportlens.model import TextEdit
 from exportlens.protocol import JobEvent, JobSpec
 from exportlens.source import read_source
 
+pytestmark = pytest.mark.quick
+
 SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 
 

@@ -27,6 +27,8 @@ from exportlens.engine import FileResult
 from exportlens.model import EXPORT_PASSES, Diagnostic, Fix, Range, Related, Report, TextEdit, Verification
 from exportlens.report import jsonreport, markup, page
 
+pytestmark = pytest.mark.quick
+
 CASES = ["library_project__detect", "library_project__tracker", "data_dependent__item_branch", "two_files__model", "compile__branch", "clean__model"]
 REPORT = ROOT / "server" / "exportlens" / "report"
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from replay import CASES_BY_NAME, load_recording, replay_sync
 
 from exportlens.model import EXPORT_PASSES, Fix, Verification
 from exportlens.verify import helps, rank
+
+pytestmark = pytest.mark.quick
 
 
 def target_event(recording: dict[str, Any]) -> dict[str, Any]:
