@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MINILIB := examples/library_project/libsrc
 MINILIB_FILES := $(MINILIB)/pyproject.toml $(wildcard $(MINILIB)/minilib/*.py) $(wildcard $(MINILIB)/minilib/*/*.py)
 
-.PHONY: run test lint format-check pytest bench compat other-torch clean
+.PHONY: run test check lint format-check pytest pytest-quick bench compat other-torch clean
 
 include make/extension.mk
 
@@ -27,6 +27,10 @@ run: $(STAMP)
 ## make test: everything CI checks (Python lint + tests, extension lint + unit tests, real VS Code e2e)
 test: lint format-check pytest ext-lint ext-unit e2e
 
+## make check: the quick tier, in minutes: lint, format, types, and every test that needs no torch run
+## (pytest's `quick` marker, tests/conftest.py; pytest exits 5 when it selects nothing: a failure too)
+check: lint format-check ext-lint pytest-quick ext-unit
+
 lint: $(STAMP)
 	$(BIN)/ruff check server tests bench tools
 	$(BIN)/mypy
@@ -38,6 +42,9 @@ format-check: $(STAMP) $(EXT_NODE_MODULES)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
+
+pytest-quick: $(STAMP)
+	$(BIN)/python -m pytest -m quick -q
 
 ## make bench: latency and memory figures, measured side by side (a benchmark, not a test)
 bench: $(STAMP)

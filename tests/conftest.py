@@ -1,16 +1,22 @@
-"""Shared fixtures: one warm engine for the whole session, driven from synchronous tests."""
+"""Shared fixtures: one warm engine for the whole session, driven from synchronous tests, and the
+runs many tests assert on (every example through the engine, the plain-export oracle on examples/),
+each made once per test run and handed out as a copy."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import fcntl
 import json
 import os
+import pickle
 import shutil
+import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
 
 from exportlens.engine import Engine, EngineSettings, FileResult  # noqa: E402
+from exportlens.model import Report  # noqa: E402
 
 EXAMPLES = ROOT / "examples"
 # The expected diagnostics of every bundled example, shared with the e2e tests (tests/e2e/expectations.ts).
@@ -27,8 +34,8 @@ SEVERITY_NAMES = {1: "error", 2: "warning", 3: "information", 4: "hint"}
 # -- tiers: every test file says which one it is in, with one line after its imports ------------------
 # `make check` runs `pytest -m quick` (a new quick file is picked up by its marker); `make test` runs all.
 TIERS = {
-    "quick": "needs no torch run (no worker, no CLI or server with a worker, no oracle): `make check` runs it, and `make test`",
-    "torch": "runs real torch (a worker, the CLI, a language server, an oracle in a fresh interpreter): `make test` only",
+    "quick": "needs no torch run (no worker, no CLI or server that starts one, no oracle): `make check` runs it, and `make test`",
+    "torch": "runs real torch (a worker, the CLI, a language server, an oracle in a fresh interpreter): only `make test`",
 }
 
 
@@ -39,9 +46,9 @@ def tier_problem(file: str, tiers: list[str]) -> str | None:
     if tiers:
         return f"{file}: in {len(tiers)} tiers ({', '.join(tiers)}); keep exactly one in its `pytestmark`"
     return (
-        f"{file}: in no tier. Add one line after its imports: `pytestmark = pytest.mark.quick` (it {TIERS['quick']}) or "
-        f"`pytestmark = pytest.mark.torch` (it {TIERS['torch']}); a file with a `pytestmark` list gets the tier first in it "
-        "(see TIERS in tests/conftest.py)"
+        f"{file}: in no tier. Add one line after its imports: `pytestmark = pytest.mark.quick` if it needs no torch run "
+        "(`make check` runs it), else `pytestmark = pytest.mark.torch` (only `make test` runs it); in an existing "
+        "`pytestmark` list, put the tier first. TIERS in tests/conftest.py says what each tier holds."
     )
 
 
@@ -92,6 +99,89 @@ def engine() -> Iterator[SyncEngine]:
     eng = SyncEngine(EngineSettings(timeout=60, memory_mb=2048))
     yield eng
     eng.close()
+
+
+T = TypeVar("T")
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[], T]) -> T:
+    """`make()` once per test run. Alone, that is once per session; under pytest-xdist each worker
+    process has its own session, so the first worker to ask makes it and leaves it pickled in the
+    run's temp folder (shared by the workers), and the others wait for it there and read it."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return make()
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}.pickle"
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when `make` raises (the next asker tries)
+        if shared.exists():
+            return pickle.loads(shared.read_bytes())  # type: ignore[no-any-return]
+        value = make()
+        partial = shared.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(value))
+        partial.replace(shared)
+        return value
+
+
+class ExampleRuns:
+    """Every file of examples/ checked once by the engine (a folder walk, as `exportlens check examples/`).
+
+    Each call hands out a deep copy, so a test may change what it got without another test seeing it."""
+
+    def __init__(self, results: dict[str, FileResult], report: Report) -> None:
+        self._results, self._report = results, report
+
+    def result(self, name: str | os.PathLike[str]) -> FileResult:
+        """The FileResult of examples/`name` (relative to examples/, or a path inside it)."""
+        path = Path(name)
+        key = (path.relative_to(EXAMPLES) if path.is_absolute() else path).as_posix()
+        return copy.deepcopy(self._results[key])
+
+    def report(self) -> Report:
+        """The whole walk's Report: its targets and diagnostics in `check_paths`' order."""
+        return copy.deepcopy(self._report)
+
+
+@pytest.fixture(scope="session")
+def example_runs(engine: SyncEngine, tmp_path_factory: pytest.TempPathFactory) -> ExampleRuns:
+    """Every example through the shared engine, once per test run (tests that change or re-run an
+    example, or need other options, still run it themselves)."""
+
+    def walk() -> ExampleRuns:
+        results: dict[str, FileResult] = {}
+
+        def keep(res: FileResult) -> None:
+            results[Path(res.path).relative_to(EXAMPLES).as_posix()] = res
+
+        report = engine.call(engine.engine.check_paths([str(EXAMPLES)], on_file=keep), timeout=1800)
+        return ExampleRuns(results, report)
+
+    return once_per_run(tmp_path_factory, "example_runs", walk)
+
+
+PLAIN_ORACLE = Path(__file__).with_name("plain_dynamic.py")
+
+
+def plain_export(*paths: str | os.PathLike[str], each: bool = False, timeout: float = 900) -> dict[str, Any]:
+    """tests/plain_dynamic.py (plain `torch.export.export`, no ExportLens code running torch) on
+    `paths`, in a fresh interpreter: {"<file relative to its folder>:<target>": verdict}; `each`:
+    {path: that path's own object}, each path judged apart (a fork per path of one interpreter)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
+    argv = [sys.executable, str(PLAIN_ORACLE), *(["--each"] if each else []), *map(str, paths)]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="session")
+def _plain_truth_once(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return once_per_run(tmp_path_factory, "plain_truth", lambda: plain_export(EXAMPLES))
+
+
+@pytest.fixture()
+def plain_truth(_plain_truth_once: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Plain export's verdict on every export target of examples/ (keys relative to examples/),
+    made once per test run; each test gets its own copy."""
+    return copy.deepcopy(_plain_truth_once)
 
 
 @pytest.fixture()

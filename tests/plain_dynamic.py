@@ -8,6 +8,8 @@ file.py:LINE`, as ExportLens names them; a call never reached has no entry); Exp
 (`model`, `example_args`, `example_kwargs`, `dynamic_shapes`) are the target `model`; a factory named
 under `[tool.exportlens] targets` is `file.py:factory`. Only dict specs keyed by the forward's argument
 names are read for dynamism (what the examples use); a placeholder is the input of the same name.
+`python tests/plain_dynamic.py --each PATH...` judges each path apart, as a fresh interpreter each
+would (a fork of one that imported torch), and prints {PATH: that path's object}.
 """
 
 from __future__ import annotations
@@ -110,5 +112,28 @@ def main(paths: list[str]) -> dict[str, dict[str, Any]]:
     return results
 
 
+def each(paths: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """`main([path])` for each path, each in a child forked from this interpreter, which has imported
+    only torch: what a fresh interpreter per path would say, without importing torch again for each."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in paths:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            try:
+                with os.fdopen(write, "w") as fh:
+                    json.dump(main([path]), fh)
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as fh:
+            text = fh.read()
+        os.waitpid(pid, 0)
+        out[path] = json.loads(text)  # an empty pipe (the child died) fails here, loudly
+    return out
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1:])))
+    # `--each PATH...`: {PATH: that path's object}, each judged apart (see `each`)
+    print(json.dumps(each(sys.argv[2:]) if sys.argv[1:2] == ["--each"] else main(sys.argv[1:])))

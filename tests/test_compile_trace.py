@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, SyncEngine, spans
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, ExampleRuns, spans
 
 from exportlens import findings
 from exportlens.engine import SourceCache
@@ -313,9 +313,10 @@ def test_what_changed_speaks_each_guard(guard: str, kind: str, text: str) -> Non
     assert (change["kind"], change["text"]) == (kind, text)
 
 
-@pytest.mark.parametrize("name", ["compile/branch.py", "compile/helper_call.py", "compile/fullgraph_branch.py", "trace/check_inputs.py"])
-def test_engine_end_to_end(engine: SyncEngine, name: str) -> None:
-    result = engine.check(EXAMPLES / name)
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED_EXAMPLES if n.startswith(("compile/", "trace/"))))
+def test_engine_end_to_end(example_runs: ExampleRuns, name: str) -> None:
+    """Every compile and trace example through the engine (the run every test of examples/ shares)."""
+    result = example_runs.result(name)
     assert sorted(spans(result)) == EXPECTED[os.path.basename(name)]
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine, spans
+from conftest import EXAMPLES, ROOT, ExampleRuns, SyncEngine, spans
 
 from exportlens import deprecated
 from exportlens import fix_registry as registry
@@ -74,8 +74,8 @@ def test_exportlens_never_suggests_check_is_size() -> None:
     assert [c for c, info in CODES.items() if "_check_is_size" in info.help] == ["deprecated-api"]
 
 
-def test_trace_findings_say_migrate_with_the_export_call(engine: SyncEngine) -> None:
-    res = engine.check(EXAMPLES / "trace" / "tracer_warnings.py")
+def test_trace_findings_say_migrate_with_the_export_call(example_runs: ExampleRuns) -> None:
+    res = example_runs.result("trace/tracer_warnings.py")
     assert res.diagnostics and all("TorchScript (torch.jit.trace) is deprecated: migrate to torch.export" in d.message for d in res.diagnostics)
     gate = next(d for d in res.diagnostics if d.range.start.line == 6)
     fill = next(d for d in res.diagnostics if d.range.start.line == 12)

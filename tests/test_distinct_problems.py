@@ -31,7 +31,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, ROOT, ExampleRuns
 
 from exportlens.model import ERROR, WARNING, Diagnostic
 
@@ -80,12 +80,12 @@ def problem_key(d: Diagnostic) -> tuple[str, str]:
     return d.code, f"{d.file}:{d.range.start.line}"
 
 
-def test_one_problem_per_distinct_failure_in_torchs_report(engine: SyncEngine) -> None:
+def test_one_problem_per_distinct_failure_in_torchs_report(example_runs: ExampleRuns) -> None:
     report = torch_report()
     assert len(report) >= 12  # every export example took part
     mine: dict[str, list[str]] = {}
     for file in sorted({key.split(":", 1)[0] for key in report}):
-        result = engine.check(EXAMPLES / file)
+        result = example_runs.result(file)
         for t in result.targets:
             if t.kind != "export":
                 continue
@@ -109,7 +109,7 @@ def torch_log_sites(files: list[str]) -> dict[str, Any]:
     return dict(json.loads(out.stdout))
 
 
-def test_one_finding_per_distinct_site_in_torchs_logs(engine: SyncEngine) -> None:
+def test_one_finding_per_distinct_site_in_torchs_logs(example_runs: ExampleRuns) -> None:
     """Graph breaks, recompiled functions (a resume function is its own) and tracer warnings: as many
     findings per compile or trace target as distinct sites in torch's own logs and warnings."""
     files = sorted(str(EXAMPLES / name) for name in EXPECTED_EXAMPLES if any(d["code"] in COMPILE_CODES + TRACE_CODES for d in EXPECTED_EXAMPLES[name]))
@@ -120,7 +120,7 @@ def test_one_finding_per_distinct_site_in_torchs_logs(engine: SyncEngine) -> Non
     }
     mine: dict[str, int] = {}
     for file in files:
-        result = engine.check(file)
+        result = example_runs.result(file)
         for t in result.targets:
             if t.kind in ("compile", "trace"):
                 wanted = COMPILE_CODES if t.kind == "compile" else TRACE_CODES

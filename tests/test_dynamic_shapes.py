@@ -10,9 +10,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, ROOT, ExampleRuns, SyncEngine
 
 from exportlens import fix_registry as registry
 
@@ -77,11 +78,11 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "target", "title", "lines"), CASES, ids=[c[0] for c in CASES])
 def test_the_preferred_fix_exports_and_keeps_the_dimensions_dynamic(
-    engine: SyncEngine, work: Path, name: str, target: str, title: str, lines: list[str]
+    example_runs: ExampleRuns, plain_truth: dict[str, Any], work: Path, name: str, target: str, title: str, lines: list[str]
 ) -> None:
     path = work / name
-    before = judge(path)[target]
-    result = engine.check(path, outputs=True)
+    before = plain_truth[f"{name}:{target}"]  # the copy is examples/ as it is: the verdicts and findings the tests share
+    result = example_runs.result(name)
     [d] = [d for d in result.diagnostics if d.problem]
     preferred = [f for f in registry.fixes_for(d) if f.is_preferred]
     assert [f.title for f in preferred] == [title]
@@ -114,10 +115,10 @@ def test_static_is_offered_as_the_loss_it_is_and_verification_says_what_is_lost(
     assert d.fixes[1].verification is not None and d.fixes[1].verification.words() == "export passes, but `x.shape[1]` is no longer dynamic"
 
 
-def test_a_library_that_needs_multiples_of_16_gets_torchs_derived_dimensions(engine: SyncEngine, work: Path) -> None:
+def test_a_library_that_needs_multiples_of_16_gets_torchs_derived_dimensions(example_runs: ExampleRuns, work: Path) -> None:
     """timm's PatchEmbed with dynamic_img_size=True, written small: `H % 16 == 0` inside minilib."""
     path = work / "library_project/patches.py"
-    result = engine.check(path, outputs=True)
+    result = example_runs.result("library_project/patches.py")
     guards = [d for d in result.diagnostics if d.code == "guard-added"]
     assert [(d.data["name"], d.range.start.line + 1, d.data["library_frame"]["line"], d.data["source_expr"]) for d in guards] == [
         ("h", 28, 32, "images.shape[2] % 16 == 0"),
@@ -139,10 +140,10 @@ def test_a_library_that_needs_multiples_of_16_gets_torchs_derived_dimensions(eng
     assert after["export at patches.py:33"]["dynamic"] == []  # FixedSize: 32 x 32, as the library checks
 
 
-def test_a_data_dependent_error_only_plain_export_reports(engine: SyncEngine, work: Path) -> None:
+def test_a_data_dependent_error_only_plain_export_reports(example_runs: ExampleRuns, plain_truth: dict[str, Any], work: Path) -> None:
     """Draft export crashes on `z[a]`; plain export's own failure is the finding, in the user's names."""
     path = work / "draft_crash/item_index.py"
-    result = engine.check(path, outputs=True)
+    result = example_runs.result("draft_crash/item_index.py")
     [d] = result.diagnostics
     assert (d.code, d.range.start.line + 1, d.data["source_expr"], d.data["result"]) == ("data-dependent-guard", 11, "a > 2", None)
     assert d.message.startswith("torch.export.export fails here: it cannot decide `a > 2`")
@@ -151,7 +152,7 @@ def test_a_data_dependent_error_only_plain_export_reports(engine: SyncEngine, wo
         "Add `torch._check(a > 2)` — assumes `a > 2` for every input; inputs with a ≤ 2 will raise",
         "Add `torch._check(a <= 2)` — assumes `a <= 2` for every input; inputs with a > 2 will raise",
     }
-    assert judge(path)["model"]["result"] != "ok"
+    assert plain_truth["draft_crash/item_index.py:model"]["result"] != "ok"
     done = fix_with_cli(path, "--assume")
     assert "torch._check(a <= 2)" in path.read_text(), done.stdout
     assert judge(path)["model"]["result"] == "ok"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import EXAMPLES, EXPECTED_EXAMPLES, SyncEngine, example_spans, expected_example_spans, spans
+from conftest import EXAMPLES, EXPECTED_EXAMPLES, ExampleRuns, SyncEngine, example_spans, expected_example_spans, spans
 
 from exportlens.model import ERROR, INFORMATION, WARNING
 from exportlens.sarif import to_sarif
@@ -25,8 +27,8 @@ def test_expected_json_covers_every_example_file() -> None:
 
 
 @pytest.mark.parametrize("name", EXPORT_EXAMPLES)
-def test_example_diagnostics(engine: SyncEngine, name: str) -> None:
-    result = engine.check(EXAMPLES / name)
+def test_example_diagnostics(example_runs: ExampleRuns, name: str) -> None:
+    result = example_runs.result(name)
     assert example_spans(result) == expected_example_spans(name)
     assert result.targets, "every example declares a target"
     expected = EXPECTED_EXAMPLES[name]
@@ -35,8 +37,8 @@ def test_example_diagnostics(engine: SyncEngine, name: str) -> None:
     assert all(t.status == status for t in result.targets)
 
 
-def test_messages_speak_the_users_names(engine: SyncEngine) -> None:
-    (d,) = engine.check(EXAMPLES / "data_dependent/item_branch.py").diagnostics
+def test_messages_speak_the_users_names(example_runs: ExampleRuns) -> None:
+    (d,) = example_runs.result("data_dependent/item_branch.py").diagnostics
     assert d.severity == ERROR
     assert "`n > 2`" in d.message and "torch saw `u0 > 2`" in d.message
     assert "torch._check(n > 2)" in d.message and "True" in d.message
@@ -45,25 +47,25 @@ def test_messages_speak_the_users_names(engine: SyncEngine) -> None:
     assert d.target == "export at item_branch.py:15"
 
 
-def test_tensor_condition_is_told_apart(engine: SyncEngine) -> None:
-    (d,) = engine.check(EXAMPLES / "data_dependent/tensor_branch.py").diagnostics
+def test_tensor_condition_is_told_apart(example_runs: ExampleRuns) -> None:
+    (d,) = example_runs.result("data_dependent/tensor_branch.py").diagnostics
     assert d.data["tensor_condition"] is True
     assert d.data["test_text"] == "x.sum() > 0"
     assert "torch.cond" in d.message and "torch._check" not in d.message
 
 
-def test_split_needs_the_value_pinned(engine: SyncEngine) -> None:
-    (d,) = engine.check(EXAMPLES / "data_dependent/split_sizes.py").diagnostics
+def test_split_needs_the_value_pinned(example_runs: ExampleRuns) -> None:
+    (d,) = example_runs.result("data_dependent/split_sizes.py").diagnostics
     assert d.data["kind"] == "value"
     assert d.data["pin"] == "size == 4"
     assert "torch._check(size == 4)" in d.message
     assert d.data["occurrences"] == 2
 
 
-def test_constraint_violation_names_the_dimension(engine: SyncEngine) -> None:
+def test_constraint_violation_names_the_dimension(example_runs: ExampleRuns) -> None:
     """torch fixes `batch` to 4 on `if x.shape[0] == 4:`: the finding is on that line, names the Dim,
     the input dimension, the guard and torch's suggestion (here a constant: it says so)."""
-    (d,) = engine.check(EXAMPLES / "constraint/model.py").diagnostics
+    (d,) = example_runs.result("constraint/model.py").diagnostics
     assert d.message == (
         '`batch` (`x.shape[0]`, `y.shape[0]`, Dim("batch")) is marked dynamic, but this code fixes it to 4: torch added the guard '
         "`x.shape[0] == 4`, so torch.export.export fails with a constraint violation. torch suggests `batch = 4`, which "
@@ -76,8 +78,8 @@ def test_constraint_violation_names_the_dimension(engine: SyncEngine) -> None:
     assert rel.range.start.line == 15 and "dynamic_shapes" in rel.message
 
 
-def test_helper_file_gets_the_diagnostic_and_the_caller_is_related(engine: SyncEngine) -> None:
-    (d,) = engine.check(EXAMPLES / "two_files/model.py").diagnostics
+def test_helper_file_gets_the_diagnostic_and_the_caller_is_related(example_runs: ExampleRuns) -> None:
+    (d,) = example_runs.result("two_files/model.py").diagnostics
     assert d.file == str(EXAMPLES / "two_files/layers.py")
     assert "`k > 3`" in d.message
     (rel,) = d.related
@@ -85,8 +87,8 @@ def test_helper_file_gets_the_diagnostic_and_the_caller_is_related(engine: SyncE
     assert (rel.range.start.line, rel.range.start.character) == (8, 15)
 
 
-def test_missing_fake_kernel_keeps_the_op_profile(engine: SyncEngine) -> None:
-    diags = engine.check(EXAMPLES / "missing_fake/model.py").diagnostics
+def test_missing_fake_kernel_keeps_the_op_profile(example_runs: ExampleRuns) -> None:
+    diags = example_runs.result("missing_fake/model.py").diagnostics
     call = next(d for d in diags if d.data["role"] == "call")
     assert call.data["qualname"] == "exportlens_demo::nonzero_rows"
     assert call.data["definition"]["kind"] == "custom_op" and call.data["definition"]["line"] == 6
@@ -100,8 +102,8 @@ def test_missing_fake_kernel_keeps_the_op_profile(engine: SyncEngine) -> None:
     assert "@nonzero_rows.register_fake" in call.message
 
 
-def test_mismatched_fake_kernel_points_at_the_fake(engine: SyncEngine) -> None:
-    diags = engine.check(EXAMPLES / "mismatched_fake/model.py").diagnostics
+def test_mismatched_fake_kernel_points_at_the_fake(example_runs: ExampleRuns) -> None:
+    diags = example_runs.result("mismatched_fake/model.py").diagnostics
     assert {d.severity for d in diags} == {WARNING}
     fake = next(d for d in diags if d.data["role"] == "fake")
     assert fake.data["fake"]["line"] == 11
@@ -116,10 +118,11 @@ def test_repeated_runs_in_one_zygote_still_resolve_files(engine: SyncEngine) -> 
         assert example_spans(engine.check(EXAMPLES / "data_dependent/item_branch.py")) == expected_example_spans("data_dependent/item_branch.py")
 
 
-def test_folder_walk_is_quiet_about_helper_modules(engine: SyncEngine) -> None:
-    report = engine.call(engine.engine.check_paths([str(EXAMPLES / "two_files")]))
-    assert [d.code for d in report.diagnostics] == ["data-dependent-guard"]
-    assert not any(d.severity == INFORMATION for d in report.diagnostics)
+def test_folder_walk_is_quiet_about_helper_modules(example_runs: ExampleRuns) -> None:
+    folder = EXAMPLES / "two_files"  # walked as part of examples/: layers.py is a helper, found by the walk, not named
+    diagnostics = [d for d in example_runs.report().diagnostics if Path(d.file).is_relative_to(folder)]
+    assert [(Path(d.file).name, d.code) for d in diagnostics] == [("layers.py", "data-dependent-guard")]
+    assert not any(d.severity == INFORMATION for d in diagnostics)
 
 
 def test_op_profiles_are_saved_in_torchs_format(engine: SyncEngine, examples_copy) -> None:  # type: ignore[no-untyped-def]
@@ -131,8 +134,8 @@ def test_op_profiles_are_saved_in_torchs_format(engine: SyncEngine, examples_cop
     assert text.startswith("torch_version: '2.13'\noperators:\n  exportlens_demo.nonzero_rows.default:\n")
 
 
-def test_library_define_op_is_found_at_its_define_call(engine: SyncEngine) -> None:
-    diags = engine.check(EXAMPLES / "library_op/model.py").diagnostics
+def test_library_define_op_is_found_at_its_define_call(example_runs: ExampleRuns) -> None:
+    diags = example_runs.result("library_op/model.py").diagnostics
     definition = next(d for d in diags if d.data["role"] == "definition")
     assert definition.data["definition"]["kind"] == "library" and definition.data["definition"]["line"] == 5
     assert '@torch.library.register_fake("exportlens_demo::twice")' in definition.message
@@ -145,13 +148,13 @@ DELIBERATE_LEVELS = {
 }
 
 
-def test_sarif_result_levels_equal_their_rules_default_level(engine: SyncEngine) -> None:
+def test_sarif_result_levels_equal_their_rules_default_level(example_runs: ExampleRuns) -> None:
     """One home per fact: a result's level comes from the same table as its rule's default level.
 
     `mismatched-fake-kernel` once was an error in codes.py and a warning in findings, so SARIF's rule
     said "error" while its results said "warning".
     """
-    report = engine.call(engine.engine.check_paths([str(EXAMPLES)]))
+    report = example_runs.report()
     log = to_sarif(report.to_json(), tool_version="test", root=str(EXAMPLES))
     (run,) = log["runs"]
     rules = run["tool"]["driver"]["rules"]

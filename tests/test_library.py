@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, ROOT, ExampleRuns, SyncEngine
 
 from exportlens import fix_registry as registry
 from exportlens import project
@@ -61,8 +61,8 @@ def test_the_library_lives_outside_the_project() -> None:
     assert not (LIB_PROJECT / "minilib").exists()  # `import minilib` from the project finds the installed copy
 
 
-def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: SyncEngine) -> None:
-    result = engine.check(LIB_PROJECT / "detect.py")
+def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(example_runs: ExampleRuns) -> None:
+    result = example_runs.result(LIB_PROJECT / "detect.py")
     got = [(os.path.basename(d.file), rng(d.range), d.code) for d in result.diagnostics]
     assert got == [
         ("detect.py", BOUNDARY, "data-dependent-guard"),
@@ -87,8 +87,8 @@ def test_each_library_problem_is_its_own_diagnostic_on_the_boundary(engine: Sync
     assert [t.status for t in result.targets] == ["problems"]
 
 
-def test_fixes_never_edit_the_library(engine: SyncEngine, tmp_path: Path) -> None:
-    result = engine.check(LIB_PROJECT / "detect.py")
+def test_fixes_never_edit_the_library(example_runs: ExampleRuns, engine: SyncEngine, tmp_path: Path) -> None:
+    result = example_runs.result(LIB_PROJECT / "detect.py")
     registry.attach(result.diagnostics)
     assert [len(d.fixes) for d in result.diagnostics] == [0, 0, 1]  # the guards' names are the library's
     edited = {e.file for d in result.diagnostics for f in d.fixes for e in f.edits}
@@ -138,8 +138,8 @@ def test_fix_registry_refuses_edits_outside_the_project(tmp_path: Path) -> None:
     assert [e.file for e in fix.edits] == [str(proj / "model.py")]
 
 
-def test_graph_break_inside_the_library(engine: SyncEngine) -> None:
-    result = engine.check(LIB_PROJECT / "compiled.py")
+def test_graph_break_inside_the_library(example_runs: ExampleRuns) -> None:
+    result = example_runs.result(LIB_PROJECT / "compiled.py")
     (d,) = result.diagnostics
     assert (os.path.basename(d.file), rng(d.range), d.code) == ("compiled.py", (7, 11, 7, 37), "graph-break")
     assert library_related(d) == [("postprocess.py", (13, 7, 13, 31))]  # dynamo's columns of `scores.max() > threshold`
@@ -180,8 +180,8 @@ def test_text_json_and_sarif_carry_the_boundary_and_the_library_line() -> None:
     assert related["region"]["startLine"] == 8
 
 
-def test_draft_export_crash_where_plain_export_passes_is_no_error(engine: SyncEngine) -> None:
-    result = engine.check(EXAMPLES / "draft_crash/cond_operands.py")
+def test_draft_export_crash_where_plain_export_passes_is_no_error(example_runs: ExampleRuns) -> None:
+    result = example_runs.result("draft_crash/cond_operands.py")
     (d,) = result.diagnostics
     assert (d.code, d.severity, rng(d.range)) == ("draft-export-crashed", INFORMATION, (6, 0, 6, 27))
     assert "plain torch.export.export passes" in d.message and "torch.cond operands" in d.message
@@ -191,14 +191,14 @@ def test_draft_export_crash_where_plain_export_passes_is_no_error(engine: SyncEn
     assert [t.status for t in result.targets] == ["ok"]
 
 
-def test_a_draft_export_crash_carries_its_raw_error_and_the_users_line_everywhere(engine: SyncEngine) -> None:
+def test_a_draft_export_crash_carries_its_raw_error_and_the_users_line_everywhere(example_runs: ExampleRuns) -> None:
     """item_pick.py: plain export passes, draft export (run always in draft_crash/) crashes on `z[a]`.
     The raw error and the repro command reach the JSON, the SARIF and the hover; the project's line it
     was running is a related location."""
     from exportlens.lsp.hover import hover_markdown
 
     path = EXAMPLES / "draft_crash/item_pick.py"
-    (d,) = engine.check(path).diagnostics
+    (d,) = example_runs.result(path).diagnostics
     assert (d.code, rng(d.range)) == ("draft-export-crashed", (14, 0, 14, 14))
     assert [(r.message, rng(r.range)) for r in d.related] == [("draft export crashed while running this line", (10, 17, 10, 21))]
     assert "_check_fake_real_tensors" in d.data["crash_family"] or "fake and real" in d.data["crash_family"]
@@ -213,10 +213,10 @@ def test_a_draft_export_crash_carries_its_raw_error_and_the_users_line_everywher
     assert "Draft export's own error" in hover_markdown(d, path.read_text()) and d.data["repro"] in hover_markdown(d, path.read_text())
 
 
-def test_draft_export_crash_where_plain_export_fails_reports_that_failure(engine: SyncEngine) -> None:
+def test_draft_export_crash_where_plain_export_fails_reports_that_failure(example_runs: ExampleRuns) -> None:
     """Plain export runs first and fails on `if a > 2:`: that is the finding, in its rich form; draft
     export, run next to find the rest, crashes on `z[a]` (its own bug) and adds nothing."""
-    result = engine.check(EXAMPLES / "draft_crash/item_index.py")
+    result = example_runs.result("draft_crash/item_index.py")
     (d,) = result.diagnostics
     assert (d.code, rng(d.range)) == ("data-dependent-guard", (10, 11, 10, 16))
     assert d.message.startswith("torch.export.export fails here: it cannot decide `a > 2`")
@@ -257,8 +257,8 @@ def test_a_timeout_keeps_the_guard_torch_recorded_before_it(tmp_path: Path) -> N
 TRACED_BOUNDARY = (12, 15, 12, 35)  # `self.head(boxes * 2)` in traced.py
 
 
-def test_each_tracer_warning_in_the_library_is_its_own_diagnostic(engine: SyncEngine) -> None:
-    result = engine.check(LIB_PROJECT / "traced.py")
+def test_each_tracer_warning_in_the_library_is_its_own_diagnostic(example_runs: ExampleRuns) -> None:
+    result = example_runs.result(LIB_PROJECT / "traced.py")
     got = [(os.path.basename(d.file), rng(d.range), d.code) for d in result.diagnostics]
     assert got == [("traced.py", TRACED_BOUNDARY, "tracer-warning")] * 4 + [("traced.py", (17, 0, 17, 41), "target-error")]
     warnings, error = result.diagnostics[:4], result.diagnostics[4]
@@ -284,8 +284,8 @@ def test_each_tracer_warning_in_the_library_is_its_own_diagnostic(engine: SyncEn
     assert [t.status for t in result.targets] == ["error"]
 
 
-def test_each_recompiled_library_function_is_its_own_diagnostic(engine: SyncEngine) -> None:
-    result = engine.check(LIB_PROJECT / "recompiled.py")
+def test_each_recompiled_library_function_is_its_own_diagnostic(example_runs: ExampleRuns) -> None:
+    result = example_runs.result(LIB_PROJECT / "recompiled.py")
     recompiles = [d for d in result.diagnostics if d.code == "recompile"]
     got = [(rng(d.range), d.data["function"], d.data.get("resumes"), library_related(d)) for d in recompiles]
     assert got == [
@@ -315,9 +315,9 @@ def test_each_recompiled_library_function_is_its_own_diagnostic(engine: SyncEngi
     ]
 
 
-def test_one_library_guard_reached_two_ways_is_two_diagnostics(engine: SyncEngine) -> None:
+def test_one_library_guard_reached_two_ways_is_two_diagnostics(example_runs: ExampleRuns) -> None:
     """Torch's report has two failures (their kept stacks differ); merging by the library line lost one."""
-    result = engine.check(LIB_PROJECT / "two_stage.py")
+    result = example_runs.result(LIB_PROJECT / "two_stage.py")
     first, second = result.diagnostics
     assert (first.code, rng(first.range)) == (second.code, rng(second.range)) == ("data-dependent-guard", (12, 15, 12, 43))
     assert first.data["library_frame"] == second.data["library_frame"]  # the same library line...

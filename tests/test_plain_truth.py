@@ -7,35 +7,23 @@ one `dim-specialized` warning per dimension it was asked to keep dynamic and did
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, ExampleRuns
 
 from exportlens.model import ERROR
 
 pytestmark = pytest.mark.torch
 
-ORACLE = Path(__file__).with_name("plain_dynamic.py")
 
-
-def plain_export_everywhere() -> dict[str, dict[str, object]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, str(ORACLE), str(EXAMPLES)], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def test_exportlens_never_calls_a_failing_export_clean(engine: SyncEngine) -> None:
-    truth = plain_export_everywhere()
-    files = sorted({EXAMPLES / key.split(":", 1)[0] for key in truth})
+def test_exportlens_never_calls_a_failing_export_clean(plain_truth: dict[str, dict[str, Any]], example_runs: ExampleRuns) -> None:
+    truth = plain_truth  # tests/plain_dynamic.py on examples/, in a fresh interpreter (conftest.plain_export)
+    files = sorted({key.split(":", 1)[0] for key in truth})
     verdicts: dict[str, tuple[list[str], list[str]]] = {}  # target → (error codes, dimensions said specialized)
     for path in files:
-        result = engine.check(path)
+        result = example_runs.result(path)
         for t in result.targets:
             if t.kind != "export":
                 continue

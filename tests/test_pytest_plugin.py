@@ -11,8 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from test_cli import cli
+from conftest import EXAMPLES, ROOT, ExampleRuns
 
 pytestmark = pytest.mark.torch
 
@@ -29,7 +28,7 @@ def _pytest(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_examples_as_items_under_xdist(tmp_path: Path) -> None:
+def test_examples_as_items_under_xdist(tmp_path: Path, example_runs: ExampleRuns) -> None:
     report = tmp_path / "junit.xml"
     out = _pytest("--exportlens", "examples/", "-n", "2", f"--junitxml={report}", "-q")
     assert out.returncode == 1, out.stdout[-3000:] + out.stderr[-3000:]
@@ -37,11 +36,10 @@ def test_examples_as_items_under_xdist(tmp_path: Path) -> None:
     cases = ET.parse(report).getroot().iter("testcase")
     outcome = {f"{c.get('classname', '').replace('.', '/')}.py::{c.get('name')}": c.find("failure") is not None for c in cases}
 
-    doc = json.loads(cli("check", "examples/", "--format", "json").stdout)
-    examples = ROOT / "examples"
-    items = {f"examples/{Path(t['file']).relative_to(examples).as_posix()}::{t['name']}" for t in doc["targets"]}
-    failing = {f"examples/{Path(t['file']).relative_to(examples).as_posix()}::{t['name']}" for t in doc["targets"] if t["status"] != "ok"}
-    assert set(outcome) == items and len(items) == len(doc["targets"]) >= 20
+    targets = example_runs.report().targets  # what `exportlens check examples/` finds (the run the tests share)
+    items = {f"examples/{Path(t.file).relative_to(EXAMPLES).as_posix()}::{t.name}" for t in targets}
+    failing = {f"examples/{Path(t.file).relative_to(EXAMPLES).as_posix()}::{t.name}" for t in targets if t.status != "ok"}
+    assert set(outcome) == items and len(items) == len(targets) >= 20
     assert {k for k, failed in outcome.items() if failed} == failing
     assert failing and "examples/data_dependent/item_branch.py::export at item_branch.py:15" in failing
     assert outcome["examples/clean/model.py::model"] is False

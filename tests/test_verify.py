@@ -8,18 +8,13 @@ every `no-effect` fix leaves export failing.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT, SyncEngine
+from conftest import EXAMPLES, SyncEngine, plain_export
 
 from exportlens import verify
 from exportlens.fix_registry import read_disk
@@ -38,8 +33,6 @@ from exportlens.model import (
 )
 
 pytestmark = pytest.mark.torch
-
-ORACLE = Path(__file__).with_name("plain_dynamic.py")
 
 
 def _edit(line: int, end_line: int, text: str) -> TextEdit:
@@ -166,13 +159,6 @@ def test_budget_spent_means_not_checked(engine: SyncEngine, examples_copy: Path)
 # -- the oracle: outcomes are true ----------------------------------------------------------------
 
 
-def _plain_export(folder: Path) -> dict[str, dict[str, Any]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
-    out = subprocess.run([sys.executable, str(ORACLE), str(folder)], capture_output=True, text=True, env=env, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 NO_EFFECT_MODEL = textwrap.dedent("""\
     import torch
 
@@ -219,24 +205,26 @@ def test_every_export_passes_fix_exports_and_every_no_effect_fix_does_not(engine
     for owner, d, f in cases:
         unique.setdefault(f.key(), (owner, d, f))
 
-    def oracle(index: int, owner: Path, d: Diagnostic, fix: Fix) -> tuple[str, str, str]:
-        """(the verified status, plain export's verdict on the fixed copy, what): a fix said to keep the
-        requested dimensions dynamic really does."""
+    def fixed_copy(index: int, owner: Path, fix: Fix) -> Path:
+        """A copy of the examples with `fix` applied: the path of its `owner` there."""
         copy = tmp_path / f"fix{index}"
         shutil.copytree(work, copy)
         texts = {e.file: Path(e.file).read_text() for e in fix.edits}
         for path, new in apply_fix(texts, fix).items():
             (copy / os.path.relpath(path, work)).write_text(new)
-        verdicts = _plain_export(copy / os.path.relpath(owner.parent, work))
-        mine = [v for k, v in verdicts.items() if k.startswith(owner.name + ":")]
-        assert len(mine) == 1, verdicts
-        assert fix.verification is not None
-        if fix.verification.keeps_dynamic and mine[0]["result"] == "ok":
-            assert mine[0]["dynamic"] == mine[0]["requested"], (fix.title, mine[0])
-        return fix.verification.status, str(mine[0]["result"]), f"{os.path.relpath(d.file, work)}: {fix.title}"
+        return copy / os.path.relpath(owner, work)
 
-    with ThreadPoolExecutor(2) as pool:
-        found = list(pool.map(lambda c: oracle(c[0], *c[1]), enumerate(unique.values())))
+    copies = [fixed_copy(index, owner, fix) for index, (owner, _, fix) in enumerate(unique.values())]
+    # plain export judges each fixed file (it imports its helpers from its own copy) apart, as a fresh interpreter would
+    verdicts = plain_export(*copies, each=True)
+    found = []
+    for path, (owner, d, fix) in zip(copies, unique.values(), strict=True):
+        mine = [v for k, v in verdicts[str(path)].items() if k.startswith(owner.name + ":")]
+        assert len(mine) == 1, verdicts[str(path)]
+        assert fix.verification is not None
+        if fix.verification.keeps_dynamic and mine[0]["result"] == "ok":  # a fix said to keep the requested dimensions dynamic really does
+            assert mine[0]["dynamic"] == mine[0]["requested"], (fix.title, mine[0])
+        found.append((fix.verification.status, str(mine[0]["result"]), f"{os.path.relpath(d.file, work)}: {fix.title}"))
     wrong = [(status, verdict, what) for status, verdict, what in found if (verdict == "ok") != (status == EXPORT_PASSES)]
     passes = sum(1 for status, verdict, _ in found if status == EXPORT_PASSES and verdict == "ok")
     print(

@@ -21,7 +21,7 @@ from pygls.protocol import default_converter
 from exportlens.lsp import handshake
 from exportlens.lsp.server import create_server
 
-pytestmark = pytest.mark.torch
+pytestmark = pytest.mark.quick
 
 
 def _pygls_answer(caps: types.ClientCapabilities) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lsp_helpers import RawServer
 
-pytestmark = pytest.mark.torch
+pytestmark = pytest.mark.quick
 
 
 @pytest.fixture(scope="module")

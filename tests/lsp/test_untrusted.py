@@ -12,7 +12,7 @@ from lsp_helpers import copy_examples, init_params, open_doc, open_notebook, sav
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-pytestmark = [pytest.mark.torch, pytest.mark.asyncio(loop_scope="module")]
+pytestmark = [pytest.mark.quick, pytest.mark.asyncio(loop_scope="module")]
 
 
 @pytest.fixture(scope="module")
