@@ -39,11 +39,12 @@ torch.jit.trace(Positive(), (torch.ones(2),))
 
 
 def test_a_timeout_keeps_the_graph_break_and_the_tracer_warning(tmp_path: Path) -> None:
+    # --no-verify: each fix's verification would run the hanging script to its timeout again (what is asserted is the run's own)
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "hangs.py").write_text(HANGS_IN_TRACE)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server")}
     out = subprocess.run(
-        [sys.executable, "-m", "exportlens", "check", str(tmp_path / "hangs.py"), "--timeout", "20", "--format", "json"],
+        [sys.executable, "-m", "exportlens", "check", str(tmp_path / "hangs.py"), "--timeout", "20", "--format", "json", "--no-verify"],
         capture_output=True,
         text=True,
         env=env,
