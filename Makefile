@@ -40,9 +40,14 @@ format-check: $(STAMP) $(EXT_NODE_MODULES)
 	$(BIN)/ruff format --check server tests bench tools
 	npx --no-install prettier --check extension tests/extension tests/e2e esbuild.mjs eslint.config.mjs
 
+## pytest-xdist: each of PYTEST_WORKERS processes has its own warm engine (tests/conftest.py); every
+## test file stays on one of them, in its order (an LSP module is one server's scenario); the runs every
+## example shares are made once per test run, whichever process asks first
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
+## the quick tier runs in one process: it is mostly collection, which each xdist process would repeat
 pytest-quick: $(STAMP)
 	$(BIN)/python -m pytest -m quick -q
 

@@ -62,8 +62,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     problems: dict[str, str] = {}
     for item in items:
         module = item.getparent(pytest.Module)
+        if module is None or not item.path.is_relative_to(ROOT / "tests"):
+            continue  # not a test file of ours: e.g. `--exportlens` targets, when a run the tests start collects tests/fixtures/
         file = os.path.relpath(item.path, ROOT)
-        own = [m.name for m in module.own_markers if m.name in TIERS] if module is not None else []
+        own = [m.name for m in module.own_markers if m.name in TIERS]
         problem = tier_problem(file, own)
         if problem is None and {m.name for m in item.iter_markers() if m.name in TIERS} != set(own):
             problem = f"{file}: {item.name} has a tier of its own; tiers are per file (its `pytestmark`)"
@@ -71,6 +73,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             problems.setdefault(file, problem)
     if problems:
         raise pytest.UsageError("every test file is in exactly one tier:\n" + "\n".join(problems[f] for f in sorted(problems)))
+
+
+TRIPWIRE = Path(__file__).with_name("tripwire")  # its sitecustomize.py logs a child process's `import torch`
+
+
+@pytest.fixture(autouse=True)
+def _quick_runs_no_torch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A quick test imports no torch, neither here nor in a Python process it starts (a worker, a CLI,
+    a server that starts one) that inherits its environment: the tier would then be neither quick nor
+    what `make check` says it is."""
+    if request.node.get_closest_marker("quick") is None:
+        yield
+        return
+    log = tmp_path_factory.mktemp("torch-imports") / "log"
+    monkeypatch.setenv("EXPORTLENS_TEST_TORCH_LOG", str(log))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(TRIPWIRE), os.environ.get("PYTHONPATH")) if p))
+    had_torch = "torch" in sys.modules  # a torch test before it in this process may have imported it
+    yield
+    imported = not had_torch and "torch" in sys.modules
+    assert not imported, "a quick test imported torch: mark its file `pytestmark = pytest.mark.torch`"
+    assert not log.exists(), f"a quick test started a process that imported torch (mark its file torch):\n{log.read_text()}"
 
 
 class SyncEngine:

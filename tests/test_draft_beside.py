@@ -5,6 +5,7 @@ and the engine asks for it only where the file's last run needed a draft export 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from conftest import EXAMPLES, SyncEngine
 
 from exportlens import document
+from exportlens.engine import BESIDE_AFTER
 from exportlens.protocol import JobEvent
 
 pytestmark = [pytest.mark.torch, pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the fork runs only where a second core is free")]
@@ -98,5 +100,23 @@ def test_the_engine_asks_for_it_where_the_last_run_needed_a_long_draft_export(en
     assert not engine.engine.draft_beside_for(str(guard))
     quick = tmp_path / "quick.py"  # a draft export of 0.05 s: a fork would cost more than it saves
     quick.write_text((EXAMPLES / "data_dependent/tensor_branch.py").read_text())
-    assert [d.code for d in engine.check(quick).diagnostics] == ["data-dependent-guard"]
-    assert not engine.engine.draft_beside_for(str(quick))
+    drafted = _DraftClock()
+    assert [d.code for d in engine.check(quick, on_phase=drafted.phase, on_target=drafted.target).diagnostics] == ["data-dependent-guard"]
+    # on a busy machine even this draft export may take BESIDE_AFTER: the rule, on the seconds it really took
+    assert engine.engine.draft_beside_for(str(quick)) == (drafted.seconds >= BESIDE_AFTER), drafted.seconds
+
+
+class _DraftClock:
+    """The seconds a run's draft exports took, timed as the engine times them (from the "draft export"
+    phase to the target's report), so a test can hold the engine to its rule on a machine of any speed."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began: float | None = None
+
+    def phase(self, phase: str, target: str) -> None:
+        self._began = time.perf_counter() if phase == "draft export" else None
+
+    def target(self, result: object) -> None:
+        if self._began is not None:
+            self.seconds, self._began = self.seconds + time.perf_counter() - self._began, None

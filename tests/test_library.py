@@ -482,12 +482,12 @@ def test_a_recompile_says_what_changed_at_each_call(project: Path, engine: SyncE
     assert "2 times: on the first, the size of dimension 0 of `boxes` changed (4 → 8). Then the number of dimensions of `boxes` changed (2 → 3)." in d.message
 
 
-def test_a_library_break_dynamo_falls_back_on_is_one_finding_that_names_the_skipped_function(engine: SyncEngine) -> None:
+def test_a_library_break_dynamo_falls_back_on_is_one_finding_that_names_the_skipped_function(example_runs: ExampleRuns) -> None:
     """minilib's LayerDrop branch is inside its loop over the layers, as in wav2vec2's encoder: dynamo logs
     the break (tracing `train_step`), then "Failed to handle graph break gracefully. Skipping the function
     and falling back to eager." for `LayerDropEncoder.forward` at the same line. One finding says both and
     keeps both records (docs/torch-facts.md §2.5)."""
-    (d,) = engine.check(LIB_PROJECT / "layerdrop.py").diagnostics
+    (d,) = example_runs.result(LIB_PROJECT / "layerdrop.py").diagnostics
     assert (d.code, rng(d.range), d.severity) == ("graph-break", (11, 13, 11, 28), WARNING)  # hidden = model(features)
     assert d.message.startswith(
         "Graph break inside the library minilib (minilib/layerdrop.py:17, in `forward`): `not skip_the_layer` depends on a tensor's "
