@@ -45,7 +45,7 @@ format-check: $(STAMP) $(EXT_NODE_MODULES)
 ## example shares are made once per test run, whichever process asks first
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 ## the quick tier runs in one process: it is mostly collection, which each xdist process would repeat
 pytest-quick: $(STAMP)
