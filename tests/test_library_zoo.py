@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, SyncEngine
+from conftest import EXAMPLES, ExampleRuns, SyncEngine
 from test_library import MINILIB, POSTPROCESS_GUARD, _library_project, rng
 
 from exportlens import fix_registry as registry
@@ -26,6 +26,8 @@ from exportlens.findings.boundary import shorten
 from exportlens.lsp.hover import hover_markdown
 from exportlens.model import INFORMATION, Diagnostic, Report
 from exportlens.report import jsonreport, rootcause
+
+pytestmark = pytest.mark.torch
 
 ZOO = EXAMPLES / "zoo"
 
@@ -42,8 +44,8 @@ def text_of(path: Path, r: tuple[int, int, int, int]) -> str:
     return line[r[1] : r[3]]
 
 
-def test_factory_targets_put_each_library_problem_where_they_build_the_model(engine: SyncEngine) -> None:
-    result = engine.check(ZOO / "detectors.py")
+def test_factory_targets_put_each_library_problem_where_they_build_the_model(example_runs: ExampleRuns) -> None:
+    result = example_runs.result("zoo/detectors.py")
     got = [(d.target, d.code, text_of(ZOO / "detectors.py", rng(d.range)), library_place(d)) for d in result.diagnostics]
     assert got == [
         ("detectors.py:small_detector", "data-dependent-guard", "TinyDetector(max_keep=2)", ("minilib/detector.py", 17)),
@@ -75,8 +77,8 @@ def test_factory_targets_put_each_library_problem_where_they_build_the_model(eng
     assert [first.data["expr"], second.data["expr"]] == ["u0 > 3", "u1 > 1"]  # propose (keeps 3), then detect (keeps 1)
 
 
-def test_a_module_level_target_puts_them_on_its_model_line(engine: SyncEngine) -> None:
-    result = engine.check(ZOO / "module_level.py")
+def test_a_module_level_target_puts_them_on_its_model_line(example_runs: ExampleRuns) -> None:
+    result = example_runs.result("zoo/module_level.py")
     got = [(d.code, text_of(ZOO / "module_level.py", rng(d.range)), library_place(d)) for d in result.diagnostics]
     assert got == [
         ("data-dependent-guard", "TinyDetector(max_keep=1).eval()", ("minilib/detector.py", 17)),
