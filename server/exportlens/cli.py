@@ -11,7 +11,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from exportlens import __version__, notebook, project
+from exportlens import __version__, notebook, project, shards
 from exportlens.cli_progress import CliProgress
 from exportlens.model import Report, text_lines
 from exportlens.options import COMPILE_BACKENDS, DRAFT_MODES
@@ -38,8 +38,11 @@ def format_text(report: Report, seconds: float, *, show_ignored: bool = False) -
             out.extend(text_lines(d, _display_path, "ignored"))
     problems = count_problems(report)
     targets = len(report.targets)
+    reused = sum(1 for t in report.targets if t.cached is not None)
+    from_cache = f", {reused} from the cache" if reused else ""
     out.append(
-        f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''} ({seconds:.1f} s, torch {report.torch_version})"
+        f"{problems} problem{'s' if problems != 1 else ''} in {targets} target{'s' if targets != 1 else ''}{from_cache} "
+        f"({seconds:.1f} s, torch {report.torch_version})"
     )
     return "\n".join(out)
 
@@ -95,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace-dir", default=None, metavar="DIR", help="keep torch's structured trace of each run in DIR (render with `tlparse FILE --export`)"
     )
     check.add_argument("--show-ignored", action="store_true", help="also list the findings silenced by `# exportlens: ignore` comments")
+    check.add_argument(
+        "--shard", default=None, metavar="K/N", help="check only part K of N of the files (stable per file; combine the JSON reports with `exportlens report`)"
+    )
+    _cache_options(check)
     check.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     fix = sub.add_parser("fix", help="make PATH export: apply verified fixes round by round until export passes")
     fix.add_argument("paths", nargs="+", metavar="PATH")
@@ -106,12 +113,28 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--jobs", type=int, default=2, metavar="N", help="fixes verified at once (default 2)")
     fix.add_argument("--memory-mb", type=int, default=8192, help="memory a job may add, in MB (0: no cap)")
     fix.add_argument("--python", default=None, help="interpreter with torch for the worker (default: pyproject's python, else this one)")
+    _cache_options(fix)
     fix.add_argument("--verbose", action="store_true", help="show the worker's log on stderr")
     report = sub.add_parser("report", help="render JSON reports (`check --format json`) as one self-contained HTML page on stdout")
     report.add_argument("reports", nargs="+", metavar="REPORT.json", help="a JSON report (- for stdin); several are combined into one page (CI shards)")
     serve = sub.add_parser("serve", help="run the language server on stdin/stdout")
     serve.add_argument("--stdio", action="store_true", help="(the default; accepted for editor configs)")
     return parser
+
+
+def _cache_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help="keep the results cache in DIR (default: pyproject's cache-dir, else ~/.cache/exportlens/results; CI can keep DIR between runs)",
+    )
+    sub.add_argument("--no-cache", action="store_true", help="run every target, reusing and keeping nothing (also: EXPORTLENS_NO_CACHE=1)")
+
+
+def _cache_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The results cache as the flags ask (`EngineSettings.resolved` decides the rest)."""
+    return {"cache": False if args.no_cache else None, "cache_dir": os.path.abspath(args.cache_dir) if args.cache_dir else None}
 
 
 def _verifying(args: argparse.Namespace) -> bool:
@@ -135,6 +158,7 @@ def engine_settings(args: argparse.Namespace, cfg: project.ProjectConfig) -> Eng
         knob="--timeout",
         memory_mb=args.memory_mb,
         trace_dir=getattr(args, "trace_dir", None),
+        **_cache_settings(args),
         **jobs,
     )
 
@@ -168,8 +192,15 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float, list[FileResu
     started = time.perf_counter()
 
     try:
+        shard = shards.parse(args.shard) if args.shard else None
         report = await engine.check_paths(
-            args.paths, on_file=file_done, on_phase=progress.phase, on_early=progress.failed, save_op_profiles=args.save_op_profiles, outputs=verifying
+            args.paths,
+            on_file=file_done,
+            on_phase=progress.phase,
+            on_early=progress.failed,
+            save_op_profiles=args.save_op_profiles,
+            outputs=verifying,
+            keep=(lambda f: shards.in_shard(f, shard)) if shard else None,
         )
         if verifying:
             from exportlens import verify
@@ -213,6 +244,11 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"exportlens: error: no such file or directory: {p}", file=sys.stderr)
         return 2
     bad = config_errors(args.paths)
+    if args.shard:
+        try:
+            shards.parse(args.shard)
+        except ValueError as exc:
+            bad.append(str(exc))
     if bad:
         for line in bad:
             print(f"exportlens: error: {line}", file=sys.stderr)
@@ -233,7 +269,8 @@ def run_check(args: argparse.Namespace) -> int:
     if args.format in ("json", "html"):
         from exportlens.report import jsonreport, page
 
-        doc = jsonreport.build(report, results, show_ignored=args.show_ignored, run=jsonreport.run_facts(f"exportlens check {' '.join(args.paths)}", seconds))
+        run = jsonreport.run_facts(f"exportlens check {' '.join(args.paths)}", seconds) | ({"shard": args.shard} if args.shard else {})
+        doc = jsonreport.build(report, results, show_ignored=args.show_ignored, run=run)
         if args.format == "json":
             print(json.dumps(doc, indent=2, ensure_ascii=False))
         else:
@@ -279,7 +316,14 @@ async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[A
 
     cfg = project.load_config(project.find_root(files[0]))
     settings = EngineSettings.resolved(
-        cfg, python=args.python, timeout=args.timeout, default_timeout=DEFAULT_TIMEOUT, knob="--timeout", memory_mb=args.memory_mb, jobs=args.jobs
+        cfg,
+        python=args.python,
+        timeout=args.timeout,
+        default_timeout=DEFAULT_TIMEOUT,
+        knob="--timeout",
+        memory_mb=args.memory_mb,
+        jobs=args.jobs,
+        **_cache_settings(args),
     )
     log = (lambda line: print(line, file=sys.stderr)) if args.verbose else None
     engine = Engine(settings, log=log)

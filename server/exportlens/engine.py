@@ -9,26 +9,29 @@ placed diagnostics (`_Fold`), and hands the result back in the document's own po
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import itertools
 import os
 import shutil
+import sys
 import time
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from exportlens import cache as results_cache
 from exportlens import codes, deprecated, document, findings, project, suppress, targets
 from exportlens.document import Document
 from exportlens.findings import placement
 from exportlens.model import INFORMATION, Diagnostic, Range, Report, TargetResult
 from exportlens.options import COMPILE_BACKENDS, DEFAULT_TIMEOUT, DRAFT_MODES
-from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, PhaseEvent, TargetEvent
+from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, JobSpec, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
-from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, default_jobs
+from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, default_jobs, worker_environment
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class EngineSettings:
     timeout_knob: str = "the timeout"  # how the front end in use sets `timeout` (`--timeout`, a setting)
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
     draft: str | None = None  # when draft export runs: "auto" (plain export failed, or custom ops), "always"; None: not given
+    cache_dir: str | None = None  # the results cache's base folder (cache.py); None: every run runs (the front ends turn it on)
 
     def draft_for(self, cfg: project.ProjectConfig) -> str:
         """When draft export runs for a document of this project: the front end's choice, else the
@@ -60,6 +64,8 @@ class EngineSettings:
         timeout: float | None = None,
         compile_backend: str | None = None,
         draft: str | None = None,
+        cache: bool | None = None,
+        cache_dir: str | None = None,
         default_timeout: float = DEFAULT_TIMEOUT,
         knob: str = "the timeout",
         **fixed: Any,
@@ -67,14 +73,19 @@ class EngineSettings:
         """The one precedence of every front end (CLI, language server, pytest plugin): what the user
         gave it (a flag, an editor setting; None: not given), then `[tool.exportlens]` of
         pyproject.toml, then the defaults. `knob` names how the front end sets the timeout; `fixed`
-        are settings only the front end has (jobs, memory, trace folder)."""
+        are settings only the front end has (jobs, memory, trace folder). The results cache is on
+        unless the front end says no (`--no-cache`) or EXPORTLENS_NO_CACHE does (a folder given
+        to the front end turns it on), in the front end's folder, else pyproject's `cache-dir`,
+        else the user's cache folder."""
         from_pyproject = timeout is None and cfg.timeout is not None
+        use_cache = cache if cache is not None else (cache_dir is not None or not results_cache.off_by_env())
         return cls(
             python=python or cfg.python,
             timeout=timeout if timeout is not None else (cfg.timeout or default_timeout),
             timeout_knob=f"timeout under [tool.exportlens] in pyproject.toml (or {knob})" if from_pyproject else knob,
             compile_backend=compile_backend or cfg.compile_backend or cls.compile_backend,
             draft=draft,  # pyproject's draft-export is the document's own: `draft_for`
+            cache_dir=(cache_dir or cfg.cache_dir or results_cache.default_base()) if use_cache else None,
             **fixed,
         )
 
@@ -94,6 +105,9 @@ class FileResult:
     # the program kept dynamic ("requested", "dynamic": spellings, `x.shape[1]`)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     document: Document | None = None  # what ran: fixes computed later are placed by its mapper
+    cached: dict[str, Any] | None = None  # reused from the results cache: the run it came from (`cache.Entry.run`)
+    depends: list[str] = field(default_factory=list)  # the project's files the run imported or read (worker/dependencies.py)
+    torch: str | None = None  # the torch that ran it (known without a worker for a reused result)
 
 
 @dataclass(frozen=True)
@@ -138,6 +152,9 @@ class SourceCache:
         return {path: src.text for path, src in self._cache.items() if src is not None}
 
 
+_LAST: contextvars.ContextVar[results_cache.Entry | None] = contextvars.ContextVar("exportlens_last_result", default=None)
+"""Set by `Engine.last_result`: the entry its check replays, whatever its key and dependencies."""
+
 BESIDE_AFTER = 0.5  # seconds of draft export after which the next run of the file forks it beside plain export
 
 
@@ -174,6 +191,8 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.worker = worker or WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
         self._needed_draft: set[str] = set()  # files whose last run needed a draft export that took long (worker/beside.py)
+        self._results_cache: results_cache.ResultsCache | None = None
+        self.warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr)  # once, e.g. a read-only cache folder
 
     def with_settings(self, settings: EngineSettings) -> Engine:
         """An engine for other settings of the same interpreter: it shares this one's worker (a cold
@@ -313,7 +332,9 @@ class Engine:
             job["draft"] = "always"
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
-        run_dir = _trace_run_dir(self.settings.trace_dir, path)
+        kept = self._kept(job, plan.root, {**overrides, path: ran.text}) if not save_op_profiles else None  # it writes files: always runs
+        reused = kept[1] if kept else None
+        run_dir = _trace_run_dir(self.settings.trace_dir, path) if reused is None else None
         if run_dir:
             job["trace_dir"] = run_dir
         foreground = BACKGROUND.get() is None
@@ -332,30 +353,84 @@ class Engine:
             result,
             self.settings.timeout_knob,
             on_target=(lambda t: on_target(mapper.target(t))) if on_target else None,
-            on_phase=(lambda phase, target: on_phase(phase, mapper.text(target))) if on_phase else None,
-            on_early=early if on_early else None,
+            on_phase=(lambda phase, target: on_phase(phase, mapper.text(target))) if on_phase and reused is None else None,
+            on_early=early if on_early and reused is None else None,  # a reused result is whole at once
         )
+        events: list[JobEvent] = []
+        started = time.perf_counter()
         try:
             drafting: float | None = None  # when the job's draft export began
             drafted = 0.0  # seconds its draft exports took
-            async for event in self.worker.run(job, timeout=timeout or self.settings.timeout, memory_mb=self.settings.memory_mb):
+            limit = timeout or self.settings.timeout
+            stream = results_cache.replay(reused) if reused else self.worker.run(job, timeout=limit, memory_mb=self.settings.memory_mb)
+            async for event in stream:
                 if event["event"] == "phase":
                     drafting = time.perf_counter() if event.get("phase") == "draft export" else None
                 elif event["event"] == "target" and drafting is not None:
                     drafted, drafting = drafted + time.perf_counter() - drafting, None
+                events.append(event)
                 fold.take(event)
-            if foreground:  # a fork costs some 60 ms: worth it beside a draft export that takes long
+            if foreground and reused is None:  # a fork costs some 60 ms: worth it beside a draft export that takes long
                 (self._needed_draft.add if drafted >= BESIDE_AFTER else self._needed_draft.discard)(path)
         except WorkerUnavailable as exc:
             fold.unavailable(exc)
         if run_dir:
             _attach_traces(result, fold.raw, run_dir)
+        elif reused is not None:
+            _attach_traces(result, fold.raw, None, [f for f in reused.trace_files if os.path.isfile(f)])
         result.diagnostics.extend(_merge(fold.raw))
         _suppress(result, cache, cfg)
         for file in {d.file for d in result.diagnostics} | {path}:
             cache(file)
         result.texts = cache.texts()
-        return _shown(result, ran)
+        entry = reused
+        if kept is not None and reused is None and self.result_store is not None:
+            seconds = time.perf_counter() - started
+            traces = result.trace_files
+            entry = self.result_store.store(plan.root, kept[0], path, events, seconds=seconds, trace_files=traces, source=ran.text, last=not others)
+        return _reused(_shown(result, ran), entry, plan.root, reused is not None)
+
+    @property
+    def result_store(self) -> results_cache.ResultsCache | None:
+        """The results cache of the current settings (None: off); `warn` hears once that its folder cannot be written."""
+        base = self.settings.cache_dir
+        if base is None:
+            return None
+        if self._results_cache is None or self._results_cache.base != os.path.abspath(os.path.expanduser(base)):
+            self._results_cache = results_cache.ResultsCache(base, warn=self.warn)
+        return self._results_cache
+
+    def _kept(self, job: JobSpec, root: str, texts: dict[str, str]) -> tuple[str, results_cache.Entry | None] | None:
+        """The job's cache key and the entry that holds for it now (None: none does); None when the cache is off."""
+        rc = self.result_store
+        if rc is None:
+            return None
+        env = worker_environment()
+        key = results_cache.key(job, python=self.settings.python, memory_mb=self.settings.memory_mb, env=env)
+        last = _LAST.get()
+        return key, last if last is not None else rc.lookup(root, key, texts, env)
+
+    async def last_result(self, doc: Document) -> FileResult | None:
+        """The document's last stored result, whether or not it still holds, without running anything:
+        the editor shows it at once on open (`cached` says when it ran; its `texts` are the ones it
+        ran, so the editor moves its ranges onto the current text). None: none is stored, or a
+        notebook whose code changed since."""
+        rc = self.result_store
+        if rc is None or doc.unreadable is not None:
+            return None
+        root = _root_of(doc.script)
+        entry = await asyncio.to_thread(rc.last, root, doc.script)
+        if entry is None or entry.source is None:
+            return None
+        if doc.script == doc.path:
+            doc = document.load(doc.path, entry.source)  # the text it ran
+        elif doc.text is None or doc.upto(doc.text, len(doc.text.splitlines()) + 1).text != entry.source:
+            return None
+        token = _LAST.set(entry)
+        try:
+            return await self.check(doc, explicit=False)
+        finally:
+            _LAST.reset(token)
 
     async def check_file(self, path: str, *, text: str | None = None, overrides: dict[str, str] | None = None, **options: Any) -> FileResult:
         """`check` of the file at `path` (`text`: the editor's; else an override of it, else the disk's)."""
@@ -373,18 +448,20 @@ class Engine:
         on_early: Callable[[str, list[Diagnostic]], None] | None = None,
         save_op_profiles: bool = False,
         outputs: bool = False,
+        keep: Callable[[str], bool] | None = None,
     ) -> Report:
         """Every Python file under `paths`; files named directly always get an answer.
 
         `on_phase(path, phase, target)` is told what each file's job is doing, `on_early(path, findings)`
         when a target's plain export failed (draft export then runs); `on_file` when it is done.
-        `outputs`: what fix verification compares (see `check`).
+        `outputs`: what fix verification compares (see `check`). `keep`: only the files it says yes
+        to (a shard, `shards.py`).
         """
         files: list[tuple[str, bool]] = []
         for p in paths:
             explicit = os.path.isfile(p)
             cfg = project.load_config(project.find_root(p))
-            files.extend((f, explicit) for f in project.python_files(p, cfg.exclude, cfg.root, notebooks=True))
+            files.extend((f, explicit) for f in project.python_files(p, cfg.exclude, cfg.root, notebooks=True) if keep is None or keep(f))
         report = Report(torch_version="unknown")
         gate = asyncio.Semaphore(max(1, self.settings.jobs))
 
@@ -429,6 +506,8 @@ class Engine:
         if self.worker.info:
             report.torch_version = self.torch_version
             report.unsupported = self.unsupported
+        else:  # every result reused: the torch they ran with (no worker was started)
+            report.torch_version = next((r.torch for r in results if r.torch), report.torch_version)
         return report
 
 
@@ -619,7 +698,24 @@ def _shown(result: FileResult, doc: Document) -> FileResult:
         m.texts(result.texts),
         {m.text(name): facts for name, facts in result.facts.items()},
         doc,
+        result.cached,
+        result.depends,
+        result.torch,
     )
+
+
+def _reused(result: FileResult, entry: results_cache.Entry | None, root: str, reused: bool) -> FileResult:
+    """The result with what the cache knows of it: what it depends on and its torch, and, when it was
+    reused rather than run, the run it came from (on the result and on each of its targets)."""
+    if entry is None:
+        return result
+    result.depends = entry.depends(root)
+    result.torch = entry.torch
+    if reused:
+        result.cached = entry.run
+        for t in result.targets:
+            t.cached = entry.run
+    return result
 
 
 def _root_of(path: str) -> str:
@@ -650,11 +746,13 @@ def _trace_run_dir(trace_dir: str | None, path: str) -> str | None:
     return run_dir
 
 
-def _attach_traces(result: FileResult, diags: list[Diagnostic], run_dir: str) -> None:
-    """The run's trace files, on the result and in every diagnostic's data (the hover links it)."""
-    result.trace_files = sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".log"))
+def _attach_traces(result: FileResult, diags: list[Diagnostic], run_dir: str | None, kept: list[str] | None = None) -> None:
+    """The run's trace files (those of `run_dir`, or the `kept` ones of the run a reused result came
+    from), on the result and in every diagnostic's data (the hover links it)."""
+    result.trace_files = kept if kept is not None else sorted(os.path.join(run_dir, f) for f in os.listdir(run_dir) if f.endswith(".log")) if run_dir else []
     if not result.trace_files:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
         return
     for d in diags:
         d.data.setdefault("trace_file", result.trace_files[0])

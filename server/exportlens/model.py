@@ -282,9 +282,10 @@ class TargetResult:
     status: str  # "ok" | "problems" | "error" | "timeout" | "crashed" | "unsupported" (torch has no draft_export)
     seconds: float
     cell: int | None = None  # in a notebook: `line` is in this cell
+    cached: dict[str, Any] | None = None  # reused from the results cache: the run it came from ("finished", "id", "seconds")
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "file": self.file,
             **_cell(self.cell),
@@ -293,10 +294,15 @@ class TargetResult:
             "status": self.status,
             "seconds": round(self.seconds, 4),
         }
+        if self.cached is not None:
+            out.update(cached=True, cached_from=dict(self.cached))
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TargetResult:
-        return cls(d["name"], d["file"], int(d["line"]), d["kind"], d["status"], float(d["seconds"]), d.get("cell"))
+        came = d.get("cached_from")
+        cached = dict(came) if d.get("cached") and isinstance(came, dict) else ({} if d.get("cached") else None)
+        return cls(d["name"], d["file"], int(d["line"]), d["kind"], d["status"], float(d["seconds"]), d.get("cell"), cached)
 
 
 @dataclass

@@ -31,7 +31,7 @@ SKIP_DIRS = {
 }
 
 
-KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude", "draft-export")
+KEYS = ("targets", "ignore", "select", "timeout", "python", "compile-backend", "exclude", "draft-export", "cache-dir")
 
 
 @dataclass
@@ -56,6 +56,7 @@ class ProjectConfig:
     compile_backend: str | None = None
     draft_export: str | None = None  # "auto" | "always"
     exclude: list[str] = field(default_factory=list)  # globs skipped by folder walks
+    cache_dir: str | None = None  # the results cache's folder (absolute; relative to the root as written), see cache.py
     errors: list[ConfigError] = field(default_factory=list)
     notice: str | None = None  # not an invalid value, but something the user must hear (targets outside the project)
 
@@ -166,6 +167,10 @@ def _apply(cfg: ProjectConfig, key: str, value: object) -> str | None:
         if value not in DRAFT_MODES:
             return f"draft-export must be one of {', '.join(DRAFT_MODES)}, got {value!r}"
         cfg.draft_export = str(value)
+    elif key == "cache-dir":
+        if not isinstance(value, str) or not value.strip():
+            return f"cache-dir must be the path of a folder for the results cache, got {value!r}"
+        cfg.cache_dir = os.path.normpath(os.path.join(cfg.root, os.path.expanduser(value.strip())))
     elif key == "exclude":
         globs = _strings(value)
         if globs is None:

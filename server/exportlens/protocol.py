@@ -497,6 +497,32 @@ class DoneEvent(TypedDict):
     worker_died: NotRequired[bool]  # made up by the server: the zygote itself died
 
 
+class DistributionRecord(TypedDict):
+    """An installed distribution a job imported from (`worker/dependencies.py`)."""
+
+    name: str
+    version: str
+    record: str  # its RECORD file (a hash of every file it installed)
+    sha: str | None  # SHA-256 of that RECORD (None: it has none)
+    editable: NotRequired[str]  # an editable install: the folder its files come from (they are `sources`)
+
+
+class DepsEvent(TypedDict):
+    """What a job's results depend on beyond what the server sent, its last event before `done`
+    (the results cache, `cache.py`, reuses them only while none of it changed)."""
+
+    event: Literal["deps"]
+    id: NotRequired[str]
+    python: str  # sys.executable of the job
+    python_version: str
+    torch: str | None
+    sources: dict[str, str]  # path → SHA-256 of the text compiled: the project's modules, editable installs', other folders'
+    distributions: list[DistributionRecord]
+    data: dict[str, dict[str, Any]]  # files under the project root it opened for reading → {"sha"} or {"size", "mtime_ns"}
+    env: dict[str, str | None]  # environment variables its code read → their values (None: not set)
+    unstable: NotRequired[list[str]]  # files that may have changed while it ran: nothing of this job is cached
+
+
 class EndEvent(TypedDict):
     """A job's last line to the zygote: it finished normally."""
 
@@ -514,7 +540,7 @@ class PongEvent(TypedDict):
     spares: NotRequired[list[int]]  # the pids of the warm children waiting for a job
 
 
-JobEvent = StartedEvent | PhaseEvent | FindingEvent | TargetEvent | DoneEvent
+JobEvent = StartedEvent | PhaseEvent | FindingEvent | TargetEvent | DepsEvent | DoneEvent
 """What `WorkerClient.run` yields for one job."""
 
 Event = ReadyEvent | JobEvent | EndEvent | ErrorEvent | PongEvent

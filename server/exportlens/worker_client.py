@@ -459,12 +459,16 @@ def _command(python: str, warmup: bool) -> list[str]:
     return [python, "-m", "exportlens.worker"] + ([] if warmup else ["--no-warmup"])
 
 
-def _environment(mark: str) -> dict[str, str]:
+def worker_environment() -> dict[str, str]:
+    """The environment a zygote started now gets (but its mark): what a job's code reads (the results cache compares it)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env[WORKER_MARK] = mark
     return env
+
+
+def _environment(mark: str) -> dict[str, str]:
+    return {**worker_environment(), WORKER_MARK: mark}
 
 
 # -- starting the zygote before the event loop exists -------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import beside, capture, compat, compile_watch, overlay, plain, stacks, trace_watch
+from exportlens.worker import beside, capture, compat, compile_watch, dependencies, overlay, plain, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 DRAFT_GOES_PAST = ("constraint", "data-dependent", "missing-fake-kernel")  # plain export's failures draft export continues after
@@ -458,7 +458,22 @@ def _target_error(emit: Emit, name: str, file: str, line: int, message: str, *, 
 
 
 def run(request: dict[str, Any], emit: Emit) -> None:
-    """Run the job described by `request`, emitting one event per target."""
+    """Run the job described by `request`, emitting one event per target, and last what the
+    results depend on (`dependencies.py`: the modules imported, lazily during export too)."""
+    dependencies.install()
+    try:
+        _run(request, emit)
+    finally:
+        deps: dict[str, Any] | None
+        try:
+            deps = dependencies.event(str(request.get("root") or os.path.dirname(os.path.abspath(request["file"]))))
+        except Exception:  # no record: the server caches nothing of this job
+            deps = None
+        if deps is not None:
+            emit(deps)
+
+
+def _run(request: dict[str, Any], emit: Emit) -> None:
     file = os.path.abspath(request["file"])
     root = os.path.abspath(request.get("root") or os.path.dirname(file))
     overrides = dict(request.get("overrides") or {})

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from exportlens.worker import proctree
+from exportlens.worker import dependencies, proctree
 
 _child_threads = 1  # the thread count torch picked for this machine; jobs get it back
 _fresh_rng: Any = None  # torch's random state as `import torch` left it in the zygote: every job starts from it
@@ -158,6 +158,8 @@ def _preimport_job() -> None:
     """Import the job's own modules once, here: every job would import them again (≈50 ms each)."""
     try:
         from exportlens.worker import job  # noqa: F401  (importing has no effect but the import)
+
+        dependencies.prime()  # the installed distributions, read once: a job's record of them then costs a few ms
     except Exception:  # the job says what is wrong when it imports them itself
         pass
 
@@ -692,6 +694,7 @@ def _signal_name(num: int) -> str:
 
 def main(argv: list[str]) -> int:
     global _protocol_fd, _child_threads, _zygote_pid, _fresh_rng
+    dependencies.launched()  # the environment the server gave us, before torch sets anything of its own
     if argv[:1] == ["--one-job"]:  # spawn fallback: one job, then exit (no fork, so all threads)
         _zygote_pid = os.getppid()
         import torch
