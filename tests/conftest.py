@@ -22,6 +22,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "server"))
+# The results cache is off for the whole suite (the CLI, the server and pytest runs it starts inherit
+# this): tests that check the same examples many times test a run, and never write the user's ~/.cache.
+# The cache's own tests turn it on with a folder of their own (tests/test_cache.py).
+os.environ["EXPORTLENS_NO_CACHE"] = "1"
 
 from exportlens.engine import Engine, EngineSettings, FileResult  # noqa: E402
 from exportlens.model import Report  # noqa: E402

@@ -103,11 +103,18 @@ def interpreter(python: str | None) -> dict[str, Any]:
     return {"folder": folder, "real": real, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def key(job: JobSpec, *, python: str | None, memory_mb: int, env: Mapping[str, str]) -> str:
-    """The entry a job's result is kept under: the hash of everything known before it runs."""
+def key(job: JobSpec, *, python: str | None, memory_mb: int, env: Mapping[str, str], exports: bool) -> str:
+    """The entry a job's result is kept under: the hash of everything known before it runs.
+
+    A setting is in it only where the file uses it: the compile backend where the file calls
+    torch.compile, draft mode where it has an export target (`exports`). A file without one may still
+    reach an export call at run time: its entry keeps the draft mode it ran with (`Entry.draft`)
+    and holds only for that mode if an export target did run (`lookup`)."""
     spec = {k: v for k, v in job.items() if k not in NOT_IN_KEY}
     if not spec.get("compile"):
         spec.pop("compile_backend", None)  # only a file that calls torch.compile uses it
+    if not exports:
+        spec.pop("draft", None)
     material = {
         "format": FORMAT,
         "exportlens": own_fingerprint(),
@@ -132,6 +139,11 @@ class Entry:
     deps: DepsEvent
     trace_files: list[str]
     source: str | None = None  # the runnable text it ran (the editor shows the last result on it)
+    draft: str = "auto"  # the draft mode it ran with
+
+    def used_draft(self) -> bool:
+        """Whether an export target ran (draft mode shaped it)."""
+        return any(e["event"] in ("target", "finding") and cast(dict[str, Any], e).get("kind", "export") == "export" for e in self.events)
 
     @property
     def run(self) -> dict[str, Any]:
@@ -156,6 +168,7 @@ class Entry:
             "seconds": self.seconds,
             "trace_files": self.trace_files,
             "source": self.source,
+            "draft": self.draft,
             "deps": self.deps,
             "events": self.events,
         }
@@ -183,6 +196,7 @@ class Entry:
                 cast(DepsEvent, deps),
                 [str(t) for t in doc["trace_files"]],
                 source if isinstance(source, str) else None,
+                str(doc.get("draft") or "auto"),
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -305,10 +319,10 @@ class ResultsCache:
             return None
         return Entry.from_json(doc, key)
 
-    def lookup(self, root: str, key: str, texts: Mapping[str, str], env: Mapping[str, str]) -> Entry | None:
+    def lookup(self, root: str, key: str, texts: Mapping[str, str], env: Mapping[str, str], *, draft: str = "auto") -> Entry | None:
         """The entry under `key` if nothing it depends on changed, else None."""
         entry = self.read(root, key)
-        if entry is None or changed(entry.deps, texts, env) is not None:
+        if entry is None or (entry.draft != draft and entry.used_draft()) or changed(entry.deps, texts, env) is not None:
             return None
         try:
             os.utime(self._entry_path(root, key))  # recently used: pruned last
@@ -328,14 +342,24 @@ class ResultsCache:
         return self.read(root, pointer["key"])
 
     def store(
-        self, root: str, key: str, owner: str, events: list[JobEvent], *, seconds: float, trace_files: list[str], source: str | None, last: bool
+        self,
+        root: str,
+        key: str,
+        owner: str,
+        events: list[JobEvent],
+        *,
+        seconds: float,
+        trace_files: list[str],
+        source: str | None,
+        draft: str = "auto",
+        last: bool,
     ) -> Entry | None:
         """Keep a finished job's events under `key` (and, with `last`, as `owner`'s last run); None when it may not be kept."""
         deps = cacheable(events)
         if deps is None:
             return None
         finished = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        entry = Entry(key, os.path.abspath(owner), finished, seconds, list(events), deps, list(trace_files), source)
+        entry = Entry(key, os.path.abspath(owner), finished, seconds, list(events), deps, list(trace_files), source, draft)
         folder = self.folder(root)
         if folder in self._unwritable:
             return None

@@ -332,7 +332,8 @@ class Engine:
             job["draft"] = "always"
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
-        kept = self._kept(job, plan.root, {**overrides, path: ran.text}) if not save_op_profiles else None  # it writes files: always runs
+        exports = any(t.kind == "export" for t in found.targets)
+        kept = self._kept(job, plan.root, {**overrides, path: ran.text}, exports) if not save_op_profiles else None  # it writes files: always runs
         reused = kept[1] if kept else None
         run_dir = _trace_run_dir(self.settings.trace_dir, path) if reused is None else None
         if run_dir:
@@ -384,10 +385,18 @@ class Engine:
             cache(file)
         result.texts = cache.texts()
         entry = reused
-        if kept is not None and reused is None and self.result_store is not None:
-            seconds = time.perf_counter() - started
-            traces = result.trace_files
-            entry = self.result_store.store(plan.root, kept[0], path, events, seconds=seconds, trace_files=traces, source=ran.text, last=not others)
+        if kept is not None and reused is None and self.result_store is not None:  # kept only if the job finished (cache.cacheable)
+            entry = self.result_store.store(
+                plan.root,
+                kept[0],
+                path,
+                events,
+                seconds=time.perf_counter() - started,
+                trace_files=result.trace_files,
+                source=ran.text,
+                draft=job.get("draft", "auto"),
+                last=not overrides,  # a fix's verification is not the document's last run
+            )
         return _reused(_shown(result, ran), entry, plan.root, reused is not None)
 
     @property
@@ -400,15 +409,15 @@ class Engine:
             self._results_cache = results_cache.ResultsCache(base, warn=self.warn)
         return self._results_cache
 
-    def _kept(self, job: JobSpec, root: str, texts: dict[str, str]) -> tuple[str, results_cache.Entry | None] | None:
+    def _kept(self, job: JobSpec, root: str, texts: dict[str, str], exports: bool) -> tuple[str, results_cache.Entry | None] | None:
         """The job's cache key and the entry that holds for it now (None: none does); None when the cache is off."""
         rc = self.result_store
         if rc is None:
             return None
         env = worker_environment()
-        key = results_cache.key(job, python=self.settings.python, memory_mb=self.settings.memory_mb, env=env)
+        key = results_cache.key(job, python=self.settings.python, memory_mb=self.settings.memory_mb, env=env, exports=exports)
         last = _LAST.get()
-        return key, last if last is not None else rc.lookup(root, key, texts, env)
+        return key, last if last is not None else rc.lookup(root, key, texts, env, draft=job.get("draft", "auto"))
 
     async def last_result(self, doc: Document) -> FileResult | None:
         """The document's last stored result, whether or not it still holds, without running anything:

@@ -29,6 +29,7 @@ from exportlens.model import Diagnostic, TargetResult, text_lines
 from exportlens.options import DEFAULT_TIMEOUT
 
 FAILED = ("error", "timeout", "crashed")
+CACHED = "exportlens_cached"  # an item's user property: its target was reused, from the run it names
 _KEY = pytest.StashKey["_Runner"]()
 
 
@@ -41,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--exportlens-python", default=None, metavar="PYTHON", help="interpreter with torch for the worker (default: pyproject's python, else this one)"
     )
+    group.addoption("--exportlens-cache-dir", default=None, metavar="DIR", help="keep the results cache in DIR (default: pyproject's cache-dir, else ~/.cache)")
+    group.addoption("--exportlens-no-cache", action="store_true", default=False, help="run every target, reusing and keeping no results")
     group.addoption(
         "--exportlens-html",
         default=None,
@@ -119,7 +122,16 @@ class _Runner:
             first = self.config.args[0] if self.config.args else str(self.config.rootpath)
             cfg = project.load_config(project.find_root(os.path.abspath(first)))
             options = {"python": self.config.getoption("exportlens_python"), "timeout": self.config.getoption("exportlens_timeout")}
-            self.engine = Engine(EngineSettings.resolved(cfg, **options, knob="--exportlens-timeout", jobs=1))
+            folder = self.config.getoption("exportlens_cache_dir")
+            settings = EngineSettings.resolved(
+                cfg,
+                **options,
+                cache=False if self.config.getoption("exportlens_no_cache") else None,
+                cache_dir=os.path.abspath(folder) if folder else None,
+                knob="--exportlens-timeout",
+                jobs=1,
+            )
+            self.engine = Engine(settings)
         return self.engine
 
     def _call(self, coro: Any) -> Any:
@@ -164,7 +176,10 @@ class ExportLensItem(pytest.Item):
         runner: _Runner = self.config.stash[_KEY]
         result = runner.check(self.path)
         mine = [d for d in result.diagnostics if d.problem and self.name in d.target.split(", ")]
-        status = next((t.status for t in result.targets if t.name == self.name), None)
+        target = next((t for t in result.targets if t.name == self.name), None)
+        status = target.status if target is not None else None
+        if target is not None and target.cached is not None:  # said in the JUnit XML and the summary
+            self.user_properties.append((CACHED, target.cached.get("finished", "")))
         if mine:
             raise ExportLensFailure(_describe(mine, self.config))
         if status in FAILED:
@@ -179,6 +194,15 @@ class ExportLensItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None if self.line is None else self.line - 1, f"exportlens: {self.name}"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """`exportlens: 12 targets, 9 from the cache` when the run reused any (xdist workers' items too)."""
+    reports = [r for group in terminalreporter.stats.values() for r in group]
+    items = [r for r in reports if getattr(r, "when", None) == "call" and "exportlens" in getattr(r, "keywords", {})]
+    reused = sum(1 for r in items if any(name == CACHED for name, _ in getattr(r, "user_properties", ())))
+    if reused:
+        terminalreporter.write_line(f"exportlens: {len(items)} target{'s' if len(items) != 1 else ''}, {reused} from the cache")
 
 
 def _describe(diags: list[Diagnostic], config: pytest.Config) -> str:

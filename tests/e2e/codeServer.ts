@@ -111,6 +111,7 @@ export async function startCodeServer(opts: CodeServerOptions): Promise<RunningC
     XDG_DATA_HOME: dirs.xdgData,
     XDG_CONFIG_HOME: dirs.xdgConfig,
     XDG_CACHE_HOME: dirs.xdgCache,
+    EXPORTLENS_NO_CACHE: '1', // the scenarios test runs, as the Python suite does (tests/conftest.py)
     PATH: `${path.dirname(tools.node24)}:${process.env['PATH'] ?? ''}`,
   };
   delete env['VSCODE_IPC_HOOK_CLI'];

@@ -166,6 +166,11 @@ class Page:
             facts.append(("took", f"{float(run['seconds']):.1f} s"))
         if run.get("combined"):
             facts.append(("combined", str(run["combined"])))
+        if run.get("shard"):
+            facts.append(("shard", str(run["shard"])))
+        reused = sum(1 for t in doc.targets if t.cached is not None)
+        if reused:
+            facts.append(("from the cache", f"{reused} of {_plural(len(doc.targets), 'target')}"))
         if run.get("finished"):
             facts.append(("finished", str(run["finished"])))
         facts.append(("exportlens", str(run.get("exportlens") or __version__)))
@@ -295,13 +300,21 @@ class Page:
             el("td", el("span", status, class_=f"badge st-{status}", title=STATUS_WORDS.get(status, status)), data_value=str(rank)),
             el("td", str(len(problems)), class_="num", data_value=str(len(problems))),
             el("td", el("span", [el("span", c, class_="code-name") for c in codes], class_="codes")),
-            el("td", f"{seconds:.2f}" if i is not None else "", class_="num", data_value=f"{seconds:.4f}"),
+            el("td", f"{seconds:.2f}" if i is not None else "", self._cached_mark(i), class_="num", data_value=f"{seconds:.4f}"),
             el("td", torch),
             data_status=status,
+            data_cached="true" if i is not None and doc.targets[i].cached is not None else None,
             data_codes=" ".join(codes),
             data_search=f"{where} {name}".lower(),
             id=f"row-{i}" if i is not None else None,
         )
+
+    def _cached_mark(self, i: int | None) -> Html | None:
+        """A reused target's mark in its row: it did not run now, the run it came from did."""
+        came = self.doc.targets[i].cached if i is not None else None
+        if came is None:
+            return None
+        return el("span", " cached", class_="sub", title=f"reused from the results cache{_from_cache(came)}")
 
     # -- codes ------------------------------------------------------------------------------
 
@@ -447,7 +460,7 @@ class Page:
                     el("span", target.status, class_=f"badge st-{target.status}"),
                     " ",
                     el("b", target.name),
-                    f" ({target.kind}{in_cell}, line {target.line}, {target.seconds:.2f} s, torch {doc.target_torch[t]}): ",
+                    f" ({target.kind}{in_cell}, line {target.line}, {target.seconds:.2f} s, torch {doc.target_torch[t]}{_from_cache(target.cached)}): ",
                     _plural(n, "problem") if n else STATUS_WORDS.get(target.status, target.status),
                     id=f"target-{t}",
                 )
@@ -684,6 +697,13 @@ class Page:
             id="ignored",
             class_="block",
         )
+
+
+def _from_cache(came: dict[str, Any] | None) -> str:
+    """`, from the cache (run of …)` for a reused target's line, else nothing."""
+    if came is None:
+        return ""
+    return f", from the cache (run of {came['finished']})" if came.get("finished") else ", from the cache"
 
 
 def _sep(items: Iterable[Child], sep: str = ", ") -> list[Child]:

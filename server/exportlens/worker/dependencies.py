@@ -51,7 +51,7 @@ _opened: set[str] = set()  # files opened for reading
 _env: dict[str, str | None] = {}  # variable → the value read (None: it was not set)
 _set_here: set[str] = set()  # variables the job (or the worker before it) set itself: its code is in the key already
 _launch_env: dict[str, str] = {}  # the environment the worker was started with (`launched`)
-_provides: dict[str, tuple[int, set[str]]] = {}  # dist-info folder → (its mtime, the import names it installs)
+_provides: dict[str, tuple[int, set[str], str | None]] = {}  # dist-info folder → (its mtime, the import names it installs, editable source)
 _hashed: dict[str, tuple[tuple[int, int, int], str]] = {}  # RECORD file → (its stat, its SHA-256)
 _started_ns = 0
 _installed = False
@@ -178,9 +178,11 @@ def _top_level(rel: str) -> str:
     return parts[0] if len(parts) > 1 else parts[0].split(".", 1)[0]
 
 
-def _distributions(folder: str) -> list[tuple[str, set[str]]]:
-    """(dist-info folder, the import names it installs) of every distribution in one site folder:
-    its top_level.txt, else the first parts of the paths its RECORD lists. Kept per dist-info
+def _distributions(folder: str) -> list[tuple[str, set[str], str | None]]:
+    """(dist-info folder, the import names it installs, an editable install's source folder) of every
+    distribution in one site folder. The names are its top_level.txt, else the first parts of the
+    paths its RECORD lists; an editable install is one whose direct_url.json says so (pip's PEP 610
+    record: `"dir_info": {"editable": true}`, its `url` the project folder). Kept per dist-info
     folder and its mtime (a reinstall makes a new folder), so the zygote's `prime` serves every job."""
     out = []
     try:
@@ -200,32 +202,38 @@ def _distributions(folder: str) -> list[tuple[str, set[str]]]:
                         tops = {_top_level(line.split(",", 1)[0]) for line in fh if not line.startswith("..")}
                 except OSError:
                     pass
-            known = _provides[info] = (stamp, tops)
-        out.append((info, known[1]))
+            known = _provides[info] = (stamp, tops, _editable_folder(info))
+        out.append((info, known[1], known[2]))
     return out
+
+
+def _editable_folder(info: str) -> str | None:
+    try:
+        with open(os.path.join(info, "direct_url.json"), encoding="utf-8") as fh:
+            url = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if isinstance(url, dict) and isinstance(url.get("dir_info"), dict) and url["dir_info"].get("editable") and str(url.get("url", "")).startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return os.path.join(os.path.abspath(unquote(urlparse(url["url"]).path)), "")
+    return None
 
 
 def prime() -> None:
     """Read every site folder's distributions once in the zygote: each forked job then only stats them."""
     for folder in site_dirs():
-        for info, _ in _distributions(folder):
+        for info, _, _ in _distributions(folder):
             _file_sha(os.path.join(info, "RECORD"), keep=True)
 
 
-def _distribution(info: str) -> dict[str, Any]:
+def _distribution(info: str, editable: str | None) -> dict[str, Any]:
     """One distribution as the cache names it: its name, version, RECORD and RECORD's hash, and where an editable one's source is."""
     name, _, version = os.path.basename(info).removesuffix(".dist-info").partition("-")
     record = os.path.join(info, "RECORD")
     out: dict[str, Any] = {"name": name, "version": version, "record": record, "sha": _file_sha(record, keep=True)}
-    try:
-        with open(os.path.join(info, "direct_url.json"), encoding="utf-8") as fh:
-            url = json.load(fh)
-        if isinstance(url, dict) and (url.get("dir_info") or {}).get("editable") and str(url.get("url", "")).startswith("file://"):
-            from urllib.parse import unquote, urlparse
-
-            out["editable"] = os.path.abspath(unquote(urlparse(url["url"]).path))
-    except (OSError, ValueError):
-        pass
+    if editable is not None:
+        out["editable"] = editable.rstrip(os.sep)
     return out
 
 
@@ -297,12 +305,16 @@ def event(root: str) -> dict[str, Any]:
                     unstable.append(path)
             if sha is not None:
                 sources[path] = sha
-    dists: list[dict[str, Any]] = []
+    dists: dict[str, dict[str, Any]] = {}  # dist-info folder → the distribution
+    for base in sites:  # editable installs whose files the job imported (they are sources, by content, too)
+        for info, _, editable in _distributions(base):
+            if editable is not None and any(p.startswith(editable) for p in sources):
+                dists[info] = _distribution(info, editable)
     for base, names in sorted(tops.items()):
         owned: set[str] = set()
-        for info, provides in _distributions(base):
+        for info, provides, editable in _distributions(base):
             if provides & names:
-                dists.append(_distribution(info))
+                dists[info] = _distribution(info, editable)
                 owned |= provides & names
         for name in sorted(names - owned):  # a module no distribution installed: its files by content
             for path in (p for p in loaded if p.startswith(os.path.join(base, name)) and kind(p, sites) == "site"):
@@ -324,7 +336,7 @@ def event(root: str) -> dict[str, Any]:
         "python_version": sys.version,
         "torch": str(getattr(torch, "__version__", "")) if torch is not None else None,
         "sources": sources,
-        "distributions": dists,
+        "distributions": [dists[k] for k in sorted(dists)],
         "data": data,
         "env": {k: v for k, v in sorted(_env.items()) if k not in OWN_ENV},
     }

@@ -1,0 +1,390 @@
+"""The results cache over real torch: what is reused, what runs again, and what is never trusted.
+
+Every test has its own cache folder (`--cache-dir`) and turns the cache on for its CLI runs (the
+rest of the suite runs with EXPORTLENS_NO_CACHE, tests/conftest.py). The editable library is
+installed the way pip's editable installs appear, but into a site folder of the test's own: a
+dist-info with `direct_url.json` saying `"dir_info": {"editable": true}` and an `__editable__`
+.pth file naming the library's source folder, which a `sitecustomize` on PYTHONPATH adds with
+`site.addsitedir` (so the shared venv is never touched).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES, ROOT
+from html_dom import parse
+
+A = """\
+import torch
+from helper_a import make
+
+model = make()
+example_args = (torch.randn(2, 4),)
+"""
+HELPER_A = """\
+import torch
+
+
+def make():
+    return torch.nn.Linear(4, 4)
+"""
+B = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+
+model = M()
+example_args = (torch.ones(3),)
+"""
+C = """\
+import torch
+
+
+def f(x):
+    print("a graph break")
+    return x * 2
+
+
+compiled = torch.compile(f)
+compiled(torch.ones(2))
+"""
+D = """\
+import edlib
+import torch
+
+model = torch.nn.Linear(edlib.WIDTH, 2)
+example_args = (torch.randn(1, edlib.WIDTH),)
+"""
+E = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        from lazyhelp import scale  # imported while export traces the model, not before
+
+        return x * scale()
+
+
+model = M()
+example_args = (torch.ones(2),)
+"""
+LAZYHELP = "def scale():\n    return 2\n"
+
+
+def _editable_library(tmp: Path) -> Path:
+    """`edlib` as `pip install -e` leaves it, in a site folder of this test's own; returns the folder
+    PYTHONPATH needs (its `sitecustomize` adds the site folder, whose .pth names the source)."""
+    src = tmp / "edlib-src"
+    (src / "edlib").mkdir(parents=True)
+    (src / "edlib" / "__init__.py").write_text("WIDTH = 4\n")
+    site_dir = tmp / "env" / "site-packages"
+    info = site_dir / "edlib-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: edlib\nVersion: 0.1\n")
+    (info / "direct_url.json").write_text(json.dumps({"dir_info": {"editable": True}, "url": src.as_uri()}))
+    (info / "INSTALLER").write_text("pip\n")
+    pth = site_dir / "__editable__.edlib-0.1.pth"
+    pth.write_text(f"{src}\n")
+    (info / "RECORD").write_text(
+        "__editable__.edlib-0.1.pth,,\nedlib-0.1.dist-info/METADATA,,\nedlib-0.1.dist-info/direct_url.json,,\nedlib-0.1.dist-info/RECORD,,\n"
+    )
+    boot = tmp / "boot"
+    boot.mkdir()
+    (boot / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({str(site_dir)!r})\n")
+    return boot
+
+
+@pytest.fixture()
+def zoo(tmp_path: Path) -> Path:
+    """A project of five files: a helper's model, a data-dependent branch, a graph break, an editable
+    library's model, a model that imports a helper only while it is exported."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'zoo'\nversion = '0'\n")
+    for name, text in {"a.py": A, "helper_a.py": HELPER_A, "b.py": B, "c.py": C, "d.py": D, "e.py": E, "lazyhelp.py": LAZYHELP}.items():
+        (proj / name).write_text(text)
+    return proj
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "EXPORTLENS_NO_CACHE"}
+    paths = [str(ROOT / "server")] + ([str(tmp / "boot")] if (tmp / "boot").is_dir() else [])
+    return {**env, "PYTHONPATH": os.pathsep.join(paths), **extra}
+
+
+def check(proj: Path, *args: str, cache: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "exportlens", "check", str(proj), "--cache-dir", str(cache), *args],
+        capture_output=True,
+        text=True,
+        cwd=proj.parent,
+        env=env if env is not None else _env(proj.parent),
+        timeout=600,
+    )
+
+
+def report(proj: Path, *args: str, cache: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    out = check(proj, "--format", "json", *args, cache=cache, env=env)
+    assert out.returncode in (0, 1), out.stderr
+    doc: dict[str, Any] = json.loads(out.stdout)
+    return doc
+
+
+def reused(doc: dict[str, Any]) -> dict[str, bool]:
+    """file name → whether its targets came from the cache (each file's targets share one run)."""
+    out: dict[str, bool] = {}
+    for t in doc["targets"]:
+        name = Path(t["file"]).name
+        assert out.get(name, bool(t.get("cached"))) == bool(t.get("cached")), "a file's targets are reused together"
+        out[name] = bool(t.get("cached"))
+    return out
+
+
+def ran(doc: dict[str, Any]) -> set[str]:
+    return {name for name, cached in reused(doc).items() if not cached}
+
+
+def comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A report without what differs between a run and its reuse: timings, when, and the cache's marks."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items() if k not in ("seconds", "cached", "cached_from", "run", "trace_file")}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return dict(plain(doc))
+
+
+def test_an_unchanged_project_reuses_every_target_and_gives_the_same_report(zoo: Path, tmp_path: Path) -> None:
+    _editable_library(tmp_path)
+    cache = tmp_path / "cache"
+    cold = report(zoo, cache=cache)  # verification on (--format json): the fixes' outcomes are kept too
+    assert ran(cold) == {"a.py", "b.py", "c.py", "d.py", "e.py"}
+    assert [t["status"] for t in cold["targets"] if Path(t["file"]).name == "b.py"] == ["problems"]
+    (guard,) = [d for d in cold["diagnostics"] if d["code"] == "data-dependent-guard"]
+    assert [(f["assumes"], f["verification"]["status"]) for f in guard["fixes"]] == [(None, "export-passes"), ("x.sum() > 0", "export-passes")]
+
+    kept = {p.name: json.loads(p.read_text())["finished"] for p in cache.glob("*/entries/*.json")}
+    verified = {json.dumps(f["edits"]) for d in cold["diagnostics"] for f in d["fixes"] if f["verification"]["status"] != "not-checked"}
+    assert len(kept) == 5 + len(verified) >= 7  # each file's run, and the run of each fix with it applied (b.py's two, c.py's)
+    warm = report(zoo, cache=cache)
+    assert ran(warm) == set()
+    assert {p.name: json.loads(p.read_text())["finished"] for p in cache.glob("*/entries/*.json")} == kept  # nothing ran again, not even verification
+    assert comparable(warm) == comparable(cold)
+    came = {t["cached_from"]["id"] for t in warm["targets"]}
+    assert len(came) == 5 and all(len(i) == 12 for i in came)  # each file's own run
+
+
+def test_an_edit_or_a_setting_re_runs_exactly_the_targets_that_depend_on_it(zoo: Path, tmp_path: Path) -> None:
+    _editable_library(tmp_path)
+    cache = tmp_path / "cache"
+    cold = report(zoo, "--no-verify", cache=cache)
+    assert ran(cold) == {"a.py", "b.py", "c.py", "d.py", "e.py"}
+    problems = sum(1 for d in cold["diagnostics"] if d["severity"] <= 2)
+    text = check(zoo, cache=cache)  # without verification, as the JSON above: the same entries
+    assert text.stdout.splitlines()[-1].startswith(f"{problems} problems in 5 targets, 5 from the cache ("), text.stdout
+
+    def edit(path: Path, text: str) -> None:
+        path.write_text(path.read_text() + text)
+
+    edit(zoo / "helper_a.py", "# a project helper a.py imports\n")
+    assert ran(report(zoo, "--no-verify", cache=cache)) == {"a.py"}
+    edit(tmp_path / "edlib-src" / "edlib" / "__init__.py", "# the editable library d.py imports\n")
+    assert ran(report(zoo, "--no-verify", cache=cache)) == {"d.py"}
+    edit(zoo / "lazyhelp.py", "# imported by e.py's model during export\n")
+    assert ran(report(zoo, "--no-verify", cache=cache)) == {"e.py"}
+    edit(zoo / "b.py", "# the target's own file\n")
+    assert ran(report(zoo, "--no-verify", cache=cache)) == {"b.py"}
+    # settings: each re-runs the files it shapes, once
+    assert ran(report(zoo, "--no-verify", "--compile-backend", "aot_eager", cache=cache)) == {"c.py"}
+    assert ran(report(zoo, "--no-verify", "--compile-backend", "aot_eager", cache=cache)) == set()
+    assert ran(report(zoo, "--no-verify", "--compile-backend", "aot_eager", "--draft", "always", cache=cache)) == {"a.py", "b.py", "d.py", "e.py"}
+    # ignore applies to the reused result: nothing runs, and the code is gone
+    (zoo / "pyproject.toml").write_text("[project]\nname = 'zoo'\nversion = '0'\n\n[tool.exportlens]\nignore = ['data-dependent-guard']\n")
+    after = report(zoo, "--no-verify", "--compile-backend", "aot_eager", "--draft", "always", cache=cache)
+    assert ran(after) == set()
+    assert "data-dependent-guard" not in {d["code"] for d in after["diagnostics"]}
+    # an environment variable that shapes torch is part of the key
+    assert ran(report(zoo, "--no-verify", "--compile-backend", "aot_eager", "--draft", "always", cache=cache, env=_env(tmp_path, TORCH_LOGS="-all"))) == {
+        "a.py",
+        "b.py",
+        "c.py",
+        "d.py",
+        "e.py",
+    }
+    entries = [json.loads(p.read_text()) for p in cache.glob("*/entries/*.json")]
+    (editable,) = [dist for e in entries for dist in e["deps"]["distributions"] if dist["name"] == "edlib"][:1]
+    assert editable["editable"] == str(tmp_path / "edlib-src")  # found from pip's direct_url.json
+
+
+def test_no_cache_runs_everything_and_keeps_nothing(zoo: Path, tmp_path: Path) -> None:
+    for name in ("c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    cache = tmp_path / "cache"
+    assert ran(report(zoo, "--no-verify", "--no-cache", cache=cache)) == {"a.py", "b.py"}
+    assert not cache.exists()
+    assert ran(report(zoo, "--no-verify", cache=cache, env={**_env(tmp_path), "EXPORTLENS_NO_CACHE": "1"})) == {"a.py", "b.py"}  # --cache-dir alone turns it on
+    assert ran(report(zoo, "--no-verify", cache=cache)) == set()
+
+
+SLOW = """\
+import os
+import time
+
+import torch
+
+open(os.environ["EXPORTLENS_TEST_MARK"], "w").close()
+while os.path.exists(os.environ["EXPORTLENS_TEST_HOLD"]):  # the test kills the run while it waits here
+    time.sleep(0.05)
+model = torch.nn.Linear(2, 2)
+example_args = (torch.ones(1, 2),)
+"""
+
+
+def test_a_killed_run_keeps_what_finished_and_nothing_of_what_did_not(zoo: Path, tmp_path: Path) -> None:
+    for name in ("b.py", "c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    (zoo / "slow.py").write_text(SLOW)
+    cache = tmp_path / "cache"
+    mark, hold = tmp_path / "running", tmp_path / "hold"  # slow.py says it runs, and waits while `hold` exists
+    hold.touch()
+    env = _env(tmp_path, EXPORTLENS_TEST_MARK=str(mark), EXPORTLENS_TEST_HOLD=str(hold))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "exportlens", "check", str(zoo), "--cache-dir", str(cache), "--jobs", "1"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not mark.exists():  # a.py ran (files go in order, one job at a time), slow.py is running
+            assert proc.poll() is None, "the check ended before slow.py ran"
+            assert time.monotonic() < deadline, "slow.py never started"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker of the killed check
+        except ProcessLookupError:
+            pass
+        proc.wait(30)
+    hold.unlink()
+    assert len(list(cache.glob("*/entries/*.json"))) == 1  # a.py's, whole; nothing of slow.py
+    doc = report(zoo, "--no-verify", cache=cache, env=env)
+    assert reused(doc) == {"a.py": True, "slow.py": False}
+    assert [t["status"] for t in doc["targets"]] == ["ok", "ok"]
+
+
+def test_a_corrupt_or_foreign_entry_is_ignored_and_replaced(zoo: Path, tmp_path: Path) -> None:
+    for name in ("c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    cache = tmp_path / "cache"
+    cold = report(zoo, "--no-verify", cache=cache)
+    entries = {json.loads(p.read_text())["owner"]: p for p in cache.glob("*/entries/*.json")}
+    a, b = entries[str(zoo / "a.py")], entries[str(zoo / "b.py")]
+    a.write_bytes(a.read_bytes()[: len(a.read_bytes()) // 2])  # half an entry, as a disk that filled up leaves it
+    foreign = json.loads(b.read_text())
+    foreign["format"] += 1  # another ExportLens's entry
+    b.write_text(json.dumps(foreign))
+    (a.parent / ".part-1234.tmp").write_text('{"format": 1')  # a killed writer's temporary file: never read
+    again = report(zoo, "--no-verify", cache=cache)
+    assert ran(again) == {"a.py", "b.py"}
+    assert comparable(again) == comparable(cold)
+    assert json.loads(a.read_text())["format"] == foreign["format"] - 1  # replaced by whole entries
+    assert ran(report(zoo, "--no-verify", cache=cache)) == set()
+
+
+@pytest.fixture()
+def immutable(tmp_path: Path) -> Iterator[Any]:
+    """Makes folders read-only for this user (root too: `chattr +i`), and writable again after."""
+    made: list[Path] = []
+
+    def make(folder: Path) -> None:
+        folder.chmod(0o555)
+        try:
+            (folder / ".probe").touch()
+        except OSError:
+            made.append(folder)
+            return
+        (folder / ".probe").unlink()  # root ignores the mode
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("cannot make a folder read-only for this user here")
+        made.append(folder)
+
+    yield make
+    for folder in made:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+        folder.chmod(0o755)
+
+
+def test_a_read_only_cache_folder_warns_once_and_runs(zoo: Path, tmp_path: Path, immutable: Any) -> None:
+    for name in ("c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    immutable(cache)
+    out = check(zoo, "--format", "json", "--no-verify", cache=cache)
+    assert out.returncode == 1, out.stderr
+    assert ran(json.loads(out.stdout)) == {"a.py", "b.py"}
+    warnings = [line for line in out.stderr.splitlines() if "results cache" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"exportlens: warning: cannot write the results cache in {cache}"), out.stderr
+
+    # a cache kept read-only (restored in CI, say) still serves what holds
+    writable = tmp_path / "kept"
+    report(zoo, "--no-verify", cache=writable)
+    for folder in [writable, *writable.rglob("*")]:
+        if folder.is_dir():
+            immutable(folder)
+    out = check(zoo, "--format", "json", "--no-verify", cache=writable)
+    assert ran(json.loads(out.stdout)) == set() and "results cache" not in out.stderr
+    (zoo / "b.py").write_text(B + "# changed\n")
+    out = check(zoo, "--format", "json", "--no-verify", cache=writable)
+    assert ran(json.loads(out.stdout)) == {"b.py"}  # the changed file runs; its result cannot be kept, said once
+    assert len([line for line in out.stderr.splitlines() if "results cache" in line]) == 1
+
+
+def test_shards_hold_every_target_once_and_merge_into_one_page(tmp_path: Path) -> None:
+    proj = tmp_path / "examples"
+    shutil.copytree(EXAMPLES, proj, ignore=shutil.ignore_patterns("__pycache__"))
+    cache = tmp_path / "cache"
+    whole = report(proj, "--no-verify", cache=cache)  # the shards below reuse it, as CI's kept cache would
+    parts = []
+    for k in (1, 2, 3):
+        doc = report(proj, "--no-verify", "--shard", f"{k}/3", cache=cache)
+        assert doc["run"]["shard"] == f"{k}/3" and ran(doc) == set()
+        parts.append(doc)
+    names = [(t["file"], t["name"]) for p in parts for t in p["targets"]]
+    assert len(names) == len(set(names)) and sorted(names) == sorted((t["file"], t["name"]) for t in whole["targets"])
+    assert all(p["targets"] for p in parts)  # 25 files: no shard is empty
+    files = [tmp_path / f"shard{k}.json" for k in (1, 2, 3)]
+    for f, p in zip(files, parts, strict=True):
+        f.write_text(json.dumps(p))
+    page = subprocess.run(
+        [sys.executable, "-m", "exportlens", "report", *map(str, files)], capture_output=True, text=True, env=_env(tmp_path), timeout=120, cwd=tmp_path
+    )
+    assert page.returncode == 0, page.stderr
+    rows = parse(page.stdout).by_id("target-table").one("tbody").all("tr", where=lambda r: r.attrs.get("id", "").startswith("row-"))
+    assert len(rows) == len(whole["targets"]) and all(r.attrs.get("data-cached") == "true" for r in rows)
