@@ -54,9 +54,10 @@ def doc_url(code: str, data: dict[str, Any] | None = None) -> str | None:
     return codes.doc_url(code)
 
 
-def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str, partial: bool = False) -> types.Diagnostic:
-    """An LSP diagnostic; `data` holds what code actions and hover need to rebuild the finding, and
-    `partial` when the run is still going (the user's export failed; draft export is finding the rest)."""
+def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str, partial: bool = False, cached: dict[str, Any] | None = None) -> types.Diagnostic:
+    """An LSP diagnostic; `data` holds what code actions and hover need to rebuild the finding,
+    `partial` when the run is still going (the user's export failed; draft export is finding the
+    rest), and `cached` the run a result from the results cache came from (`lsp/last_results.py`)."""
     url = doc_url(diag.code, diag.data)
     related = [
         types.DiagnosticRelatedInformation(location=types.Location(uri=uri_of(r.file), range=lsp_range(r.range)), message=r.message) for r in diag.related
@@ -64,6 +65,8 @@ def to_lsp(diag: Diagnostic, *, text_sha: str | None, owner: str, partial: bool 
     data: dict[str, Any] = {"diagnostic": diag.to_json(with_data=True), "sha": text_sha, "owner": owner}
     if partial:
         data["partial"] = True
+    if cached is not None:
+        data["cached"] = dict(cached)
     return types.Diagnostic(
         range=lsp_range(diag.range),
         message=diag.message,

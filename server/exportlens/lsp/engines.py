@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from lsprotocol import types
 
@@ -41,11 +42,13 @@ class Engines:
             if engine is not None:
                 self._closing.append(asyncio.ensure_future(engine.close()))
             self._engine = Engine(want, log=self.ls.log_worker)
+        self._engine.warn = lambda message: self.ls.log(message, types.MessageType.Warning)  # a read-only results cache, said once
         return self._engine
 
     def wanted(self) -> EngineSettings:
         """The engine settings the editor's settings and the project's pyproject.toml resolve to."""
         s, default = self.ls.settings, Settings()
+        jobs: dict[str, Any] = {"jobs": s.jobs} if s.jobs is not None else {}
         return EngineSettings.resolved(  # a client setting left at its default does not override pyproject.toml
             self.project_config(),
             python=s.interpreter,
@@ -56,7 +59,7 @@ class Engines:
             knob="the setting exportlens.timeoutSeconds",
             extra_targets=list(s.targets),
             trace_dir=TRACE_CACHE,  # draft export writes its trace anyway: keep it where hover links it
-            **({"jobs": s.jobs} if s.jobs is not None else {}),
+            **jobs,
         )
 
     def superseded(self, engine: Engine) -> bool:

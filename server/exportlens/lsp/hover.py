@@ -81,11 +81,12 @@ def _outcome(fix: Fix) -> str:
     return f"{words} ({v.seconds:.1f} s)" if v.status != "not-checked" else words
 
 
-def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None = None) -> str:
+def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None = None, *, came_from: str | None = None) -> str:
     """Markdown for one diagnostic; `text` is the file's current text (for symbol origins);
-    `fixes`, when verified, are listed with what re-running the target with each one showed."""
+    `fixes`, when verified, are listed with what re-running the target with each one showed;
+    `came_from` says which earlier run a result from the results cache is (`lsp/last_results.py`)."""
     d = diag.data
-    out = [f"**ExportLens · `{diag.code}`** — {_title(diag.code)}", ""]
+    out = [f"**ExportLens · `{diag.code}`** — {_title(diag.code)}", ""] + ([came_from, ""] if came_from else [])
     source_expr, expr = d.get("source_expr"), d.get("expr")
     if expr or source_expr:
         if source_expr:

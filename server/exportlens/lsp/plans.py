@@ -95,10 +95,11 @@ class Plans:
 
     def owners_for_save(self, path: str) -> list[str]:
         """Files to run when `path` is saved: itself if it has targets, and every owner whose
-        last result placed something in it (a helper module)."""
+        last result placed something in it or whose run imported or read it (a helper module).
+        An owner whose run depends on nothing that changed is then answered by the results cache."""
         results = self.publisher.results
         owners = [path] if self.worth_running(path) or path in results else []
-        owners += [o for o, r in results.items() if o != path and path in r.files()]
+        owners += [o for o, r in results.items() if o != path and (path in r.files() or path in r.depends)]
         return owners
 
     def workspace_owners(self) -> list[str]:

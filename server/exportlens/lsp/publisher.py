@@ -40,6 +40,8 @@ class OwnerResult:
     finished: float = field(default_factory=time.time)
     document: Document | None = None  # what ran: places the fixes computed for its diagnostics
     final: bool = True  # False: published early (the user's export failed), the run is still finding the rest
+    cached: dict[str, Any] | None = None  # from the results cache: the run it came from ("confirmed": False, not run again yet)
+    depends: list[str] = field(default_factory=list)  # the project's files the run imported or read (a save of one re-runs it)
 
     def files(self) -> set[str]:
         """The places its diagnostics are in."""
@@ -67,6 +69,7 @@ class Publisher:
         texts: dict[str, str | None] = {p: result.texts[p] if p in result.texts else read_disk(p) if p != owner else None for p in places}
         doc = result.document or document.load(owner)
         kept = OwnerResult(owner, list(result.diagnostics), list(result.targets), texts, seconds, version=version, document=doc, final=final)
+        kept.cached, kept.depends = result.cached, list(result.depends)
         self.results[owner] = kept
         self.ls.track(doc)  # a notebook's cells get the URIs its results are published on
         touched = sorted(before | kept.files())
@@ -173,7 +176,7 @@ class Publisher:
             return
         items = self.diagnostics_in(path)
         _, version = self.current_text(path)
-        diags = [to_lsp(d, text_sha=sha, owner=owner, partial=not self.results[owner].final) for d, sha, owner in items]
+        diags = [to_lsp(d, text_sha=sha, owner=owner, partial=not self.results[owner].final, cached=self.results[owner].cached) for d, sha, owner in items]
         if not diags and path not in self.published:
             return
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))

@@ -22,6 +22,7 @@ from exportlens.engine import FileResult
 from exportlens.lsp.engines import Engines
 from exportlens.lsp.gate import Gate
 from exportlens.lsp.host import Host
+from exportlens.lsp.last_results import LastResults
 from exportlens.lsp.plans import Plans
 from exportlens.lsp.progress import RunProgress, problems_text
 from exportlens.lsp.publisher import Publisher
@@ -56,6 +57,7 @@ class Runs:
         self.engines = Engines(ls)
         self.publisher = Publisher(ls)
         self.plans = Plans(ls, self.engines, self.publisher)
+        self.last = LastResults(ls, self.engines, self.publisher)  # on open: the last stored results at once
         self.tasks: dict[str, asyncio.Task[FileResult | None]] = {}
         self.generation: dict[str, int] = {}
         self._to_warm: set[str] = set()  # places whose fixes to precompute once quiet
@@ -128,7 +130,8 @@ class Runs:
             return None
         self.store(path, result, version)
         if shared is None:
-            progress.end(problems_text(count_problems(result.diagnostics)))
+            reused = f" (reused from the run of {result.cached['finished']})" if result.cached else ""
+            progress.end(problems_text(count_problems(result.diagnostics)) + reused)
         return result
 
     async def run_paths(self, paths: list[str], *, explicit: bool, draft: str | None = None) -> RunSummary:

@@ -28,11 +28,13 @@ from exportlens.lsp.convert import path_of
 from exportlens.lsp.handshake import Replay
 from exportlens.lsp.hover import hover_at, hover_markdown
 from exportlens.lsp.jsonrpc import ExportLensProtocol
+from exportlens.lsp.last_results import came_from
 from exportlens.lsp.lenses import code_lenses
 from exportlens.lsp.notebooks import Notebooks
 from exportlens.lsp.runs import Runs, RunSummary
 from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
 from exportlens.lsp.verification import FixVerification
+from exportlens.model import Diagnostic
 
 RUN_COMMAND = "exportlens.runDraftExport"
 MAKE_EXPORTABLE_COMMAND = "exportlens.makeExportable"
@@ -275,6 +277,7 @@ def register_documents(server: ExportLensServer) -> None:
             return
         done = ls.runs.publisher.results.get(path)
         if done is None or done.texts.get(path) != doc.text:
+            ls.runs.last.show(path, doc.text)  # the last stored results at once, until the run replaces them
             ls.run_file_soon(path)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -305,6 +308,8 @@ def register_notebooks(server: ExportLensServer) -> None:
         path = ls.notebooks.opened(params.notebook_document.uri)
         if path is not None:
             ls.runs.publisher.republish(path)  # the cells have new URIs: show the last result on them
+            if ls.trusted:
+                ls.runs.last.show(path)  # none yet in this server: the results cache's last one of these cells
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(ls: ExportLensServer, params: types.DidChangeNotebookDocumentParams) -> None:
@@ -348,8 +353,14 @@ def register_hover(server: ExportLensServer) -> None:
             return None
         await ls.runs.publisher.prepare(path)
         text, _ = ls.runs.publisher.current_text(path)
-        diags = (diag for diag, _sha, _owner in ls.runs.publisher.diagnostics_in(path))
-        return hover_at(diags, params.position, lambda d: hover_markdown(d, text, ls.verification.for_hover(d)))
+        items = ls.runs.publisher.diagnostics_in(path)
+        owners = {id(diag): owner for diag, _sha, owner in items}
+
+        def markdown(d: Diagnostic) -> str:
+            res = ls.runs.publisher.results.get(owners.get(id(d), ""))
+            return hover_markdown(d, text, ls.verification.for_hover(d), came_from=came_from(res.cached if res is not None else None))
+
+        return hover_at((diag for diag, _sha, _owner in items), params.position, markdown)
 
 
 def register_code_lens(server: ExportLensServer) -> None:
