@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -388,3 +389,22 @@ def test_shards_hold_every_target_once_and_merge_into_one_page(tmp_path: Path) -
     assert page.returncode == 0, page.stderr
     rows = parse(page.stdout).by_id("target-table").one("tbody").all("tr", where=lambda r: r.attrs.get("id", "").startswith("row-"))
     assert len(rows) == len(whole["targets"]) and all(r.attrs.get("data-cached") == "true" for r in rows)
+
+
+def test_pytest_items_say_what_was_reused(zoo: Path, tmp_path: Path) -> None:
+    for name in ("b.py", "c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    cache, junit = tmp_path / "cache", tmp_path / "junit.xml"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pytest", "-p", "exportlens.pytest_plugin", "-p", "no:cacheprovider", "--exportlens", str(zoo)]
+        command += ["--exportlens-cache-dir", str(cache), f"--junitxml={junit}", "-q"]
+        return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=_env(tmp_path), timeout=600)
+
+    first = run()
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert "from the cache" not in first.stdout
+    second = run()
+    assert second.returncode == 0 and "exportlens: 1 target, 1 from the cache" in second.stdout, second.stdout[-3000:]
+    (prop,) = ET.parse(junit).getroot().iter("property")
+    assert prop.get("name") == "exportlens_cached" and prop.get("value", "").endswith(" UTC")

@@ -49,7 +49,8 @@ async def record(case: Case, worker: WorkerClient) -> dict[str, Any]:
     async def recording_run(job: JobSpec, *, timeout: float = DEFAULT_TIMEOUT, memory_mb: int = 0) -> AsyncIterator[JobEvent]:
         seen["job"] = {k: v for k, v in json.loads(json.dumps(job)).items() if k != "source"}  # the file's own text
         async for event in real_run(job, timeout=timeout, memory_mb=memory_mb):
-            seen["events"].append(json.loads(json.dumps(event)))
+            if event["event"] != "deps":  # what the job imported: this machine's paths and hashes, for the results cache only
+                seen["events"].append(json.loads(json.dumps(event)))
             yield event
 
     worker.run = recording_run  # type: ignore[method-assign]
