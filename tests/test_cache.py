@@ -238,6 +238,95 @@ def test_an_edit_or_a_setting_re_runs_exactly_the_targets_that_depend_on_it(zoo:
     assert editable["editable"] == str(tmp_path / "edlib-src")  # found from pip's direct_url.json
 
 
+F = """\
+import torch
+import vendored  # found in a PYTHONPATH folder, after the script's own
+from later import WIDTH  # not written yet
+
+model = torch.nn.Linear(WIDTH, 2)
+example_args = (torch.randn(1, WIDTH),)
+"""
+
+
+def test_an_import_that_found_nothing_or_found_a_later_folder_runs_again_when_a_file_appears(tmp_path: Path) -> None:
+    """A run's result depends on what its imports did not find too: `No module named 'later'` holds
+    only until later.py is written, and an import found in a PYTHONPATH folder only until a file of
+    that name appears earlier on the path (beside the script)."""
+    proj, vendor = tmp_path / "proj", tmp_path / "vendor"
+    proj.mkdir()
+    vendor.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'f'\nversion = '0'\n")
+    (proj / "f.py").write_text(F)
+    (vendor / "vendored.py").write_text("V = 1\n")
+    cache, env = tmp_path / "cache", _env(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(vendor)
+
+    def problems(doc: dict[str, Any]) -> list[tuple[str, str]]:
+        return [(d["code"], d["message"]) for d in doc["diagnostics"] if d["severity"] <= 2]
+
+    first = report(proj, "--no-verify", cache=cache, env=env)
+    ((code, message),) = problems(first)
+    assert ran(first) == {"f.py"} and code == "target-error" and "No module named 'later'" in message
+    assert ran(report(proj, "--no-verify", cache=cache, env=env)) == set()
+    (proj / "later.py").write_text("WIDTH = 4\n")
+    written = report(proj, "--no-verify", cache=cache, env=env)
+    assert ran(written) == {"f.py"} and problems(written) == [] and [t["status"] for t in written["targets"]] == ["ok"]
+    assert ran(report(proj, "--no-verify", cache=cache, env=env)) == set()
+    (proj / "vendored.py").write_text("raise ImportError('the project now has its own vendored.py')\n")
+    shadowed = report(proj, "--no-verify", cache=cache, env=env)
+    ((code, message),) = problems(shadowed)
+    assert ran(shadowed) == {"f.py"} and code == "target-error" and "the project now has its own vendored.py" in message
+
+
+NOTEBOOK_CELLS = [
+    ("markdown", "# A model\n"),
+    ("code", "import torch\n"),
+    ("code", "class M(torch.nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            return x + 1\n        return x - 1\n"),
+    ("code", "model = M()\nexample_args = (torch.ones(3),)\n"),
+]
+
+
+def _notebook(cells: list[tuple[str, str]]) -> str:
+    def cell(kind: str, text: str) -> dict[str, Any]:
+        extra: dict[str, Any] = {"outputs": [], "execution_count": None} if kind == "code" else {}
+        return {"cell_type": kind, "metadata": {}, "source": text.splitlines(keepends=True), **extra}
+
+    return json.dumps({"cells": [cell(k, t) for k, t in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_is_reused_by_its_code_cells_text(tmp_path: Path) -> None:
+    """A notebook's run is its code cells joined: a markdown cell changed or added runs nothing (the
+    reused finding follows its cell), a code cell changed runs it again."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'nb'\nversion = '0'\n")
+    nb, cache = proj / "model.ipynb", tmp_path / "cache"
+    nb.write_text(_notebook(NOTEBOOK_CELLS))
+
+    def where(doc: dict[str, Any]) -> list[tuple[str, int, int]]:
+        return [(d["code"], d["cell"], d["range"]["start"]["line"]) for d in doc["diagnostics"] if d["severity"] <= 2]
+
+    cold = report(proj, "--no-verify", cache=cache)
+    assert ran(cold) == {"model.ipynb"} and where(cold) == [("data-dependent-guard", 2, 2)]
+    nb.write_text(_notebook([("markdown", "# A model, described at length\n\nin two paragraphs\n"), ("markdown", "## and a new cell\n"), *NOTEBOOK_CELLS[1:]]))
+    moved = report(proj, "--no-verify", cache=cache)
+    assert ran(moved) == set() and where(moved) == [("data-dependent-guard", 3, 2)]
+    nb.write_text(_notebook([*NOTEBOOK_CELLS[:3], ("code", "model = M()\nexample_args = (torch.ones(4),)\n")]))
+    edited = report(proj, "--no-verify", cache=cache)
+    assert ran(edited) == {"model.ipynb"} and where(edited) == [("data-dependent-guard", 2, 2)]
+
+
+def test_trace_dir_runs_again_for_its_traces(zoo: Path, tmp_path: Path) -> None:
+    """`--trace-dir` asks for the traces of runs made now: nothing is reused, what ran is kept."""
+    for name in ("a.py", "c.py", "d.py", "e.py"):
+        (zoo / name).unlink()
+    cache, traces = tmp_path / "cache", tmp_path / "traces"
+    assert ran(report(zoo, "--no-verify", cache=cache)) == {"b.py"}
+    traced = check(zoo, "--no-verify", "--trace-dir", str(traces), cache=cache)
+    assert "from the cache" not in traced.stdout.splitlines()[-1] and list(traces.rglob("*.log")), traced.stdout + traced.stderr
+    assert ran(report(zoo, "--no-verify", cache=cache)) == set()
+
+
 def test_no_cache_runs_everything_and_keeps_nothing(zoo: Path, tmp_path: Path) -> None:
     for name in ("c.py", "d.py", "e.py"):
         (zoo / name).unlink()

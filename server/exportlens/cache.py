@@ -11,7 +11,8 @@ own code, worker included). It is reused only while what the job recorded it dep
 (`worker/dependencies.py`, the `deps` event) is unchanged: every project module, editable
 install's and other folder's source it imported by content, every installed distribution it
 imported by its RECORD's hash (a new version is a new dist-info folder), the project files it
-opened by content, and the environment variables it read. Not in the key, on purpose: the timeout
+opened by content, the environment variables it read, and what its imports did not find (no
+file appeared where one of them would now find one first). Not in the key, on purpose: the timeout
 (a finished run's result does not depend on its deadline, and a run that hit it is never stored),
 where traces go, draft export beside plain export (it changes only the time, `tests/test_draft_beside.py`),
 and `select` / `ignore` and `# exportlens: ignore` (applied to the replayed result, so changing
@@ -38,6 +39,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -154,11 +156,6 @@ class Entry:
     def torch(self) -> str | None:
         return self.deps.get("torch")
 
-    def depends(self, root: str) -> list[str]:
-        """The project's files the run imported or read (a save of one of them re-runs the document)."""
-        inside = os.path.join(root, "")
-        return sorted(p for p in [*self.deps.get("sources", {}), *self.deps.get("data", {})] if p.startswith(inside))
-
     def to_json(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
@@ -200,6 +197,12 @@ class Entry:
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def project_files(deps: DepsEvent, root: str) -> list[str]:
+    """The project's files a run imported or read (a save of one of them re-runs the document)."""
+    inside = os.path.join(root, "")
+    return sorted(p for p in [*deps.get("sources", {}), *deps.get("data", {})] if p.startswith(inside))
 
 
 def cacheable(events: Iterable[JobEvent]) -> DepsEvent | None:
@@ -267,6 +270,16 @@ def changed(deps: DepsEvent, texts: Mapping[str, str], env: Mapping[str, str]) -
     for name, value in deps.get("env", {}).items():
         if env.get(name) != value:
             return f"the environment variable {name} changed"
+    for path in deps.get("absent", []):
+        if os.path.exists(path):
+            return f"{path} appeared (an import would find it)"
+    for folder, names in deps.get("pth", {}).items():
+        try:
+            listed = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".pth"))
+        except OSError:
+            listed = []
+        if listed != names:
+            return f"the .pth files of {folder} changed (an install)"
     return None
 
 
@@ -292,13 +305,16 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 
 class ResultsCache:
-    """The entries of every project under one base folder (one subfolder per project root)."""
+    """The entries of every project under one base folder (one subfolder per project root). Its
+    methods do blocking file work: the engine calls them in a thread, so `warn` may be called from one."""
 
     def __init__(self, base: str, *, max_bytes: int = MAX_BYTES, warn: Callable[[str], None] | None = None) -> None:
         self.base = os.path.abspath(os.path.expanduser(base))
         self.max_bytes = max_bytes
         self.warn = warn or (lambda message: print(message, file=sys.stderr))
         self._unwritable: set[str] = set()  # folders already said to be read-only (said once)
+        self._lock = threading.Lock()
+        self._bytes: dict[str, int] = {}  # folder → its entries' size as last pruned, plus what this process stored since
 
     def folder(self, root: str) -> str:
         root = os.path.abspath(root)
@@ -341,6 +357,21 @@ class ResultsCache:
             return None
         return self.read(root, pointer["key"])
 
+    def remember_last(self, root: str, owner: str, key: str) -> None:
+        """Make the entry under `key` `owner`'s last run (a reused one too: a file edited and then
+        edited back is shown at once as it is now, not as the edit between)."""
+        path, pointer = self._last_path(root, owner), {"owner": os.path.abspath(owner), "key": key}
+        try:
+            with open(path, "rb") as fh:
+                if json.loads(fh.read()) == pointer:
+                    return
+        except (OSError, ValueError):
+            pass
+        try:
+            _write_atomically(path, json.dumps(pointer).encode())
+        except OSError:  # a read-only cache serves what it has; storing says that it cannot write
+            pass
+
     def store(
         self,
         root: str,
@@ -364,12 +395,19 @@ class ResultsCache:
         if folder in self._unwritable:
             return None
         try:
-            _write_atomically(self._entry_path(root, key), json.dumps(entry.to_json(), ensure_ascii=False, default=str).encode("utf-8"))
+            data = json.dumps(entry.to_json(), ensure_ascii=False, default=str).encode("utf-8")
+            _write_atomically(self._entry_path(root, key), data)
             if last:
                 _write_atomically(self._last_path(root, owner), json.dumps({"owner": entry.owner, "key": key}).encode())
-            self.prune(folder)
+            if folder not in self._bytes or self._bytes[folder] + len(data) > self.max_bytes:  # the folder is scanned once, then when it may be full
+                self.prune(folder)
+            else:
+                self._bytes[folder] += len(data)
         except OSError as exc:
-            self._unwritable.add(folder)
+            with self._lock:  # stores run in threads: said once all the same
+                if folder in self._unwritable:
+                    return None
+                self._unwritable.add(folder)
             self.warn(f"exportlens: warning: cannot write the results cache in {folder} ({exc.strerror or exc}); results of this run are not kept")
             return None
         return entry
@@ -394,13 +432,13 @@ class ResultsCache:
                 elif sub == "entries":
                     entries.append((st.st_mtime, st.st_size, e.path))
         total = sum(size for _, size, _ in entries)
-        if total <= self.max_bytes:
-            return
-        for _, size, path in sorted(entries):
-            if total <= self.max_bytes * 0.8:
-                break
-            _unlink(path)
-            total -= size
+        if total > self.max_bytes:
+            for _, size, path in sorted(entries):
+                if total <= self.max_bytes * 0.8:
+                    break
+                _unlink(path)
+                total -= size
+        self._bytes[folder] = total
 
 
 def _unlink(path: str) -> None:

@@ -133,8 +133,10 @@ def _cache_options(sub: argparse.ArgumentParser) -> None:
 
 
 def _cache_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The results cache as the flags ask (`EngineSettings.resolved` decides the rest)."""
-    return {"cache": False if args.no_cache else None, "cache_dir": os.path.abspath(args.cache_dir) if args.cache_dir else None}
+    """The results cache as the flags ask (`EngineSettings.resolved` decides the rest); `--trace-dir`
+    asks for the traces of runs made now, so nothing is reused (what runs is still kept)."""
+    out = {"cache": False if args.no_cache else None, "cache_dir": os.path.abspath(args.cache_dir) if args.cache_dir else None}
+    return out | ({"reuse": False} if getattr(args, "trace_dir", None) else {})
 
 
 def _verifying(args: argparse.Namespace) -> bool:

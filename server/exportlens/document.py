@@ -111,6 +111,7 @@ class Document:
     text: str | None  # None: a .py file's text on disk, read once when it is planned
     mapper: Mapper
     unreadable: str | None = None  # why the file is not a document ExportLens can run (a broken notebook)
+    fixed: bool = False  # a fix applied in memory (`edited`, fix verification): never kept as the file's last run
 
     @property
     def script(self) -> str:
@@ -127,7 +128,7 @@ class Document:
     def upto(self, text: str, line: int) -> Document:
         """This document running `text` only as far as line `line` needs (a notebook: that line's cell)."""
         ran, mapper = self.mapper.upto(text, line)
-        return Document(self.path, ran, mapper)
+        return Document(self.path, ran, mapper, fixed=self.fixed)
 
     def edited(self, edits: Sequence[TextEdit], read: Reader) -> Document:
         """This document with `edits` (in its own positions) applied; raises EditError."""
@@ -137,7 +138,7 @@ class Document:
         if text is None:
             raise EditError(f"cannot read {os.path.basename(self.path)}")
         new, mapper = self.mapper.edited(text, edits)
-        return Document(self.path, new, mapper)
+        return Document(self.path, new, mapper, fixed=True)
 
 
 def load(path: str, text: str | None = None) -> Document:

@@ -28,7 +28,7 @@ from exportlens.document import Document
 from exportlens.findings import placement
 from exportlens.model import INFORMATION, Diagnostic, Range, Report, TargetResult
 from exportlens.options import COMPILE_BACKENDS, DEFAULT_TIMEOUT, DRAFT_MODES
-from exportlens.protocol import DoneEvent, FindingEvent, JobEvent, JobSpec, PhaseEvent, TargetEvent
+from exportlens.protocol import DepsEvent, DoneEvent, FindingEvent, JobEvent, JobSpec, PhaseEvent, TargetEvent
 from exportlens.source import Source, SourceError, read_source, refuse_binary
 from exportlens.targets import FileTargets
 from exportlens.worker_client import BACKGROUND, WorkerClient, WorkerUnavailable, default_jobs, worker_environment
@@ -49,6 +49,7 @@ class EngineSettings:
     trace_dir: str | None = None  # where each run's structured trace (TORCH_TRACE format, for tlparse) is kept
     draft: str | None = None  # when draft export runs: "auto" (plain export failed, or custom ops), "always"; None: not given
     cache_dir: str | None = None  # the results cache's base folder (cache.py); None: every run runs (the front ends turn it on)
+    reuse: bool = True  # False: every job runs, its result still kept (the CLI's --trace-dir asks for the traces of a run)
 
     def draft_for(self, cfg: project.ProjectConfig) -> str:
         """When draft export runs for a document of this project: the front end's choice, else the
@@ -187,12 +188,20 @@ def _site(d: Diagnostic) -> tuple[str, int, str]:
 
 
 class Engine:
-    def __init__(self, settings: EngineSettings | None = None, *, log: Callable[[str], None] | None = None, worker: WorkerClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: EngineSettings | None = None,
+        *,
+        log: Callable[[str], None] | None = None,
+        worker: WorkerClient | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
         self.settings = settings or EngineSettings()
         self.worker = worker or WorkerClient(self.settings.python, warmup=self.settings.warmup, log=log, max_jobs=self.settings.jobs)
         self._needed_draft: set[str] = set()  # files whose last run needed a draft export that took long (worker/beside.py)
         self._results_cache: results_cache.ResultsCache | None = None
-        self.warn: Callable[[str], None] = lambda message: print(message, file=sys.stderr)  # once, e.g. a read-only cache folder
+        # what the user must hear once (a results cache folder that cannot be written; told from a thread): stderr, or the editor's log
+        self.warn: Callable[[str], None] = warn or (lambda message: print(message, file=sys.stderr))
 
     def with_settings(self, settings: EngineSettings) -> Engine:
         """An engine for other settings of the same interpreter: it shares this one's worker (a cold
@@ -200,8 +209,9 @@ class Engine:
         one keeps its settings for the runs in flight on it."""
         if settings.python != self.settings.python:
             raise ValueError("another interpreter needs another worker: build a new Engine")
-        new = Engine(settings, worker=self.worker)
+        new = Engine(settings, worker=self.worker, warn=self.warn)
         new._needed_draft = self._needed_draft
+        new._results_cache = self._results_cache  # what it said once stays said
         self.worker.slots.size = max(1, settings.jobs)
         return new
 
@@ -333,7 +343,8 @@ class Engine:
         job["compile_backend"] = self.settings.compile_backend
         job["save_op_profiles"] = save_op_profiles
         exports = any(t.kind == "export" for t in found.targets)
-        kept = self._kept(job, plan.root, {**overrides, path: ran.text}, exports) if not save_op_profiles else None  # it writes files: always runs
+        texts = {**overrides, path: ran.text}
+        kept = await asyncio.to_thread(self._kept, job, plan.root, texts, exports) if not save_op_profiles else None  # it writes files: always runs
         reused = kept[1] if kept else None
         run_dir = _trace_run_dir(self.settings.trace_dir, path) if reused is None else None
         if run_dir:
@@ -384,20 +395,17 @@ class Engine:
         for file in {d.file for d in result.diagnostics} | {path}:
             cache(file)
         result.texts = cache.texts()
-        entry = reused
-        if kept is not None and reused is None and self.result_store is not None:  # kept only if the job finished (cache.cacheable)
-            entry = self.result_store.store(
-                plan.root,
-                kept[0],
-                path,
-                events,
-                seconds=time.perf_counter() - started,
-                trace_files=result.trace_files,
-                source=ran.text,
-                draft=job.get("draft", "auto"),
-                last=not overrides,  # a fix's verification is not the document's last run
-            )
-        return _reused(_shown(result, ran), entry, plan.root, reused is not None)
+        last = not overrides and not doc.fixed  # a fix's verification is not the document's last run
+        if kept is not None and (store := self.result_store) is not None and _LAST.get() is None:
+            if reused is None:  # kept only if the job finished (cache.cacheable)
+                seconds = time.perf_counter() - started
+                draft = job.get("draft", "auto")
+                await asyncio.to_thread(
+                    store.store, plan.root, kept[0], path, events, seconds=seconds, trace_files=result.trace_files, source=ran.text, draft=draft, last=last
+                )
+            elif last:
+                await asyncio.to_thread(store.remember_last, plan.root, path, kept[0])
+        return _with_deps(_shown(result, ran), reused.deps if reused else _deps_of(events), plan.root, reused)
 
     @property
     def result_store(self) -> results_cache.ResultsCache | None:
@@ -417,7 +425,9 @@ class Engine:
         env = worker_environment()
         key = results_cache.key(job, python=self.settings.python, memory_mb=self.settings.memory_mb, env=env, exports=exports)
         last = _LAST.get()
-        return key, last if last is not None else rc.lookup(root, key, texts, env, draft=job.get("draft", "auto"))
+        if last is not None or not self.settings.reuse:
+            return key, last
+        return key, rc.lookup(root, key, texts, env, draft=job.get("draft", "auto"))
 
     async def last_result(self, doc: Document) -> FileResult | None:
         """The document's last stored result, whether or not it still holds, without running anything:
@@ -713,17 +723,22 @@ def _shown(result: FileResult, doc: Document) -> FileResult:
     )
 
 
-def _reused(result: FileResult, entry: results_cache.Entry | None, root: str, reused: bool) -> FileResult:
-    """The result with what the cache knows of it: what it depends on and its torch, and, when it was
-    reused rather than run, the run it came from (on the result and on each of its targets)."""
-    if entry is None:
-        return result
-    result.depends = entry.depends(root)
-    result.torch = entry.torch
-    if reused:
-        result.cached = entry.run
+def _deps_of(events: list[JobEvent]) -> DepsEvent | None:
+    """The job's record of what it depended on (worker/dependencies.py), its last event before `done`."""
+    return next((cast(DepsEvent, e) for e in reversed(events) if e["event"] == "deps"), None)
+
+
+def _with_deps(result: FileResult, deps: DepsEvent | None, root: str, reused: results_cache.Entry | None) -> FileResult:
+    """The result with what its run recorded: the project's files it imported or read (a save of one
+    runs it again, with the cache on or off) and its torch; when it was reused rather than run, the run
+    it came from (on the result and on each of its targets)."""
+    if deps is not None:
+        result.depends = results_cache.project_files(deps, root)
+        result.torch = deps.get("torch")
+    if reused is not None:
+        result.cached = reused.run
         for t in result.targets:
-            t.cached = entry.run
+            t.cached = reused.run
     return result
 
 

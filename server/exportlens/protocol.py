@@ -520,6 +520,8 @@ class DepsEvent(TypedDict):
     distributions: list[DistributionRecord]
     data: dict[str, dict[str, Any]]  # files under the project root it opened for reading → {"sha"} or {"size", "mtime_ns"}
     env: dict[str, str | None]  # environment variables its code read → their values (None: not set)
+    absent: NotRequired[list[str]]  # paths that did not exist and would have changed what an import found
+    pth: NotRequired[dict[str, list[str]]]  # site folder where a module was not found → its .pth files then
     unstable: NotRequired[list[str]]  # files that may have changed while it ran: nothing of this job is cached
 
 

@@ -3,7 +3,8 @@
 `exportlens check` fills the cache (the user's cache folder, here under a temporary
 XDG_CACHE_HOME); a new server then opens the files. A file whose run still holds gets its cached
 diagnostics, marked as from the last run, and the run reuses them (marked confirmed); a file whose
-helper changed since gets the last run's diagnostics first, then the diagnostics of a real run.
+helper changed since gets the last run's diagnostics first, then the diagnostics of a real run;
+a save of that helper then runs that file again, and not the other.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_helpers import ROOT, init_params, make_client, open_doc, publishes_for, wait_for
+from lsp_helpers import ROOT, change_doc, init_params, make_client, open_doc, publishes_for, save_doc, wait_for
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -99,7 +101,7 @@ async def test_a_fresh_server_shows_the_last_results_at_once_then_the_runs(clien
     fresh = await wait_for(lambda: [p for p in publishes_for(client, uri) if p.diagnostics and _cached(p) == [None]], what="a.py's run")
     assert [d.code for d in fresh[-1].diagnostics] == ["data-dependent-guard"]
 
-    uri = open_doc(client, filled / "b.py")
+    a_uri, uri = uri, open_doc(client, filled / "b.py")
     confirmed = await wait_for(
         lambda: [p for p in publishes_for(client, uri) if p.diagnostics and all(c and c.get("confirmed") is not False for c in _cached(p))],
         what="b.py's run, reused from the cache",
@@ -108,6 +110,15 @@ async def test_a_fresh_server_shows_the_last_results_at_once_then_the_runs(clien
     at = types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=confirmed[-1].diagnostics[0].range.start)
     hover = await asyncio.wait_for(client.text_document_hover_async(at), 30)
     assert hover is not None and "Reused from the run of " in str(hover.contents)
+
+    # a save of helper.py runs a.py again (its run imported helper.py), and not b.py (whose did not)
+    helper = open_doc(client, filled / "helper.py")
+    since = time.monotonic()
+    change_doc(client, helper, "OFFSET = 3\n")
+    save_doc(client, helper)
+    await wait_for(lambda: [p for p in publishes_for(client, a_uri, since) if p.diagnostics and _cached(p) == [None]], what="a.py's run after the save")
+    await wait_for(lambda: [t for t in _ends(client) if t > since], what="the end of that run")
+    assert publishes_for(client, uri, since) == []  # b.py, had it run, would have been answered from the cache long before
 
 
 def test_the_hover_says_where_a_result_from_the_cache_came_from() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from exportlens.lsp.settings import Settings
@@ -126,3 +128,26 @@ def test_a_settings_change_builds_a_new_engine_on_the_same_worker() -> None:
         assert first.worker.closed and third.worker.closed
 
     asyncio.run(scenario())
+
+
+def test_a_save_runs_the_owners_whose_run_imported_or_read_the_saved_file(tmp_path: Path) -> None:
+    """A helper's save runs every file whose last run imported it (the record of its job,
+    worker/dependencies.py, whether or not the results cache is on) or has a finding in it."""
+    from exportlens.lsp.engines import Engines
+    from exportlens.lsp.plans import Plans
+    from exportlens.lsp.publisher import OwnerResult
+
+    for name, text in {"helper.py": "A = 1\n", "config.json": "{}", "other.py": "B = 2\n"}.items():
+        (tmp_path / name).write_text(text)
+    a, b, helper, config = (str(tmp_path / n) for n in ("a.py", "b.py", "helper.py", "config.json"))
+
+    class _Publisher:
+        results = {a: OwnerResult(a, [], [], {}, 1.0, depends=[a, helper]), b: OwnerResult(b, [], [], {}, 1.0, depends=[b, config])}
+
+        def current_text(self, path: str) -> tuple[None, None]:
+            return None, None  # not open in the editor: the disk's
+
+    plans = Plans(_SettingsHost(), Engines(_SettingsHost()), _Publisher())  # type: ignore[arg-type]
+    assert plans.owners_for_save(helper) == [a]
+    assert plans.owners_for_save(config) == [b]
+    assert plans.owners_for_save(str(tmp_path / "other.py")) == []

@@ -7,6 +7,7 @@ depends on them, a killed run, a read-only folder) is tests/test_cache.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from replay import CASES_BY_NAME, ReplayWorker, load_recording, result_json
 
-from exportlens import cache, shards
+from exportlens import cache, document, project, shards
 from exportlens.engine import Engine, EngineSettings
 from exportlens.protocol import JobEvent, JobSpec
 
@@ -88,11 +89,16 @@ def test_an_entry_holds_while_nothing_it_depends_on_changed(tmp_path: Path) -> N
     record.parent.mkdir()
     record.write_text("torch/__init__.py,sha256=x,1\n")
     sha = cache.sha256
+    later, site = tmp_path / "later.py", tmp_path / "site-packages"  # an import that found nothing; a site folder it searched
+    site.mkdir()
+    (site / "distutils-precedence.pth").write_text("")
     events = _events(
         sources={str(helper): sha(b"A = 1\n")},
         data={str(data): {"sha": sha(b"{}")}},
         distributions=[{"name": "torch", "version": "2.13.0", "record": str(record), "sha": sha(record.read_bytes())}],
         env={"MY_FLAG": None},
+        absent=[str(later)],
+        pth={str(site): ["distutils-precedence.pth"]},
     )
     rc = cache.ResultsCache(str(tmp_path / "c"))
     key = "a" * 64
@@ -108,6 +114,13 @@ def test_an_entry_holds_while_nothing_it_depends_on_changed(tmp_path: Path) -> N
     record.write_text("torch/__init__.py,sha256=y,1\n")  # reinstalled, other files
     assert cache.changed(deps, {}, ENV) == "the distribution torch changed"
     record.write_text("torch/__init__.py,sha256=x,1\n")
+    later.write_text("WIDTH = 4\n")  # `No module named 'later'` no longer holds
+    assert cache.changed(deps, {}, ENV) == f"{later} appeared (an import would find it)"
+    later.unlink()
+    (site / "__editable__.later-0.1.pth").write_text("/src\n")  # an editable install that a finder serves
+    assert cache.changed(deps, {}, ENV) == f"the .pth files of {site} changed (an install)"
+    (site / "__editable__.later-0.1.pth").unlink()
+    assert cache.changed(deps, {}, ENV) is None
     helper.unlink()
     assert cache.changed(deps, {}, ENV) == f"{helper} is gone"
 
@@ -167,11 +180,17 @@ def test_a_folder_that_cannot_be_written_is_said_once(tmp_path: Path) -> None:
     assert rc.lookup("/p", "f" * 64, {}, ENV) is None
 
 
+def _recorded_with_deps(case_name: str) -> tuple[Any, dict[str, Any], list[JobEvent]]:
+    """A recorded case, its events ending as the worker's do: the record of what the job depended on (the file itself), then done."""
+    case = CASES_BY_NAME[case_name]
+    recording = load_recording(case)
+    own = {str(case.file): cache.sha256(Path(case.file).read_bytes())}
+    return case, recording, [e for e in recording["events"] if e["event"] != "done"] + _events(sources=own)[1:]
+
+
 def test_a_reused_result_is_the_run_it_came_from(tmp_path: Path) -> None:
     """Through the real engine: the second check sends no job, and its result is the first's, marked."""
-    case = CASES_BY_NAME["data_dependent__item_branch"]
-    recording = load_recording(case)
-    events = [e for e in recording["events"] if e["event"] != "done"] + _events()[1:]  # the record the worker sends last
+    case, recording, events = _recorded_with_deps("data_dependent__item_branch")
 
     async def twice() -> tuple[Any, Any, ReplayWorker]:
         engine = Engine(EngineSettings(timeout=case.timeout, warmup=False, cache_dir=str(tmp_path / "c")))
@@ -184,6 +203,7 @@ def test_a_reused_result_is_the_run_it_came_from(tmp_path: Path) -> None:
     first, second, worker = asyncio.run(twice())
     assert len(worker.jobs) == 1
     assert first.cached is None and second.cached is not None and second.torch == "2.13.0"
+    assert first.depends == second.depends == [str(case.file)]  # what a save of one of them runs again
     assert [t.cached for t in second.targets] == [second.cached]
     shown = result_json(second)
     assert [{k: t.pop(k) for k in ("cached", "cached_from")} for t in shown["targets"]] == [{"cached": True, "cached_from": second.cached}]
@@ -204,3 +224,27 @@ def test_shards_split_files_stably_and_a_new_file_moves_no_other(tmp_path: Path)
     for bad in ("0/3", "4/3", "1", "a/b", "1/0"):
         with pytest.raises(ValueError):
             shards.parse(bad)
+
+
+def test_a_run_with_a_fix_applied_is_never_the_files_last_and_a_reused_one_is(tmp_path: Path) -> None:
+    """The editor shows a file's last run at once on open: never a fix's verification run (the file
+    with the fix applied in memory), and a reused run becomes the last again (edited, then edited back)."""
+    case, recording, events = _recorded_with_deps("data_dependent__item_branch")
+    rc = cache.ResultsCache(str(tmp_path / "c"))
+    root = project.find_root(str(case.file))
+
+    async def scenario() -> None:
+        engine = Engine(EngineSettings(timeout=case.timeout, warmup=False, cache_dir=rc.base))
+        engine.worker = ReplayWorker(recording["job"], events)  # type: ignore[assignment]
+        await engine.check(dataclasses.replace(document.load(str(case.file)), fixed=True))  # as verification runs a fix
+        assert rc.last(root, str(case.file)) is None
+        reused = await engine.check(document.load(str(case.file)))
+        assert reused.cached is not None
+        last = rc.last(root, str(case.file))
+        assert last is not None and last.run == reused.cached
+
+    asyncio.run(scenario())
+    no_cache = Engine(EngineSettings(timeout=case.timeout, warmup=False))
+    no_cache.worker = ReplayWorker(recording["job"], events)  # type: ignore[assignment]
+    result = asyncio.run(no_cache.check_file(str(case.file)))
+    assert result.cached is None and result.depends == [str(case.file)]  # a save re-runs what imported it, the cache off too

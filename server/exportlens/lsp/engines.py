@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
@@ -41,9 +42,23 @@ class Engines:
         else:
             if engine is not None:
                 self._closing.append(asyncio.ensure_future(engine.close()))
-            self._engine = Engine(want, log=self.ls.log_worker)
-        self._engine.warn = lambda message: self.ls.log(message, types.MessageType.Warning)  # a read-only results cache, said once
+            self._engine = Engine(want, log=self.ls.log_worker, warn=self._warner())
         return self._engine
+
+    def _warner(self) -> Callable[[str], None]:
+        """The results cache's warning (a folder it cannot write) in the editor's log: told from the thread that stores."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # built outside the server's loop (a unit test): said where it is told
+            loop = None
+
+        def warn(message: str) -> None:
+            if loop is None:
+                self.ls.log(message, types.MessageType.Warning)
+            else:
+                loop.call_soon_threadsafe(self.ls.log, message, types.MessageType.Warning)
+
+        return warn
 
     def wanted(self) -> EngineSettings:
         """The engine settings the editor's settings and the project's pyproject.toml resolve to."""

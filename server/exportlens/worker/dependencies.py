@@ -15,7 +15,13 @@ the job knows what the user's code reached beyond that, so it records, with the 
 * the files under the project root it opened for reading through `open` (configs, weights):
   hashed at the job's end; one changed after the job began makes the record `unstable` (never
   cached), and one larger than BIG_FILE is named by size and modification time;
-* the environment variables its code read (`os.environ`), and what they were.
+* the environment variables its code read (`os.environ`), and what they were;
+* what its imports did not find (`absent`): every import of a module not loaded yet is noted
+  (`_Attempts`, first on `sys.meta_path`), and for each the files that would have been found
+  first had they existed: a module it did not find at all (`No module named 'helper'` stays true
+  only while no helper.py, helper/ or installed helper appears), or one found in a later folder
+  of its search path (a new helper.py beside the script would shadow an installed `helper`); for
+  a module not found, the `.pth` files of each site folder searched too (a new editable install).
 
 Imports only the standard library (torch's version is read from the module already loaded).
 """
@@ -53,6 +59,7 @@ _set_here: set[str] = set()  # variables the job (or the worker before it) set i
 _launch_env: dict[str, str] = {}  # the environment the worker was started with (`launched`)
 _provides: dict[str, tuple[int, set[str], str | None]] = {}  # dist-info folder → (its mtime, the import names it installs, editable source)
 _hashed: dict[str, tuple[tuple[int, int, int], str]] = {}  # RECORD file → (its stat, its SHA-256)
+_attempts: dict[str, tuple[str, ...]] = {}  # module → the folders its first import searched, in order
 _started_ns = 0
 _installed = False
 
@@ -102,6 +109,7 @@ def install() -> None:
     if _installed:
         return
     _installed = True
+    sys.meta_path.insert(0, _Attempts)
     sites = site_dirs()
     loader = importlib.machinery.SourceFileLoader
     original_get_code = loader.get_code
@@ -158,6 +166,73 @@ def install() -> None:
     environ.__getitem__ = getitem  # type: ignore[method-assign]
     environ.__setitem__ = setitem  # type: ignore[method-assign]
     environ.__delitem__ = delitem  # type: ignore[method-assign]
+
+
+class _Attempts:
+    """First on `sys.meta_path`: notes each import of a module not loaded yet, and where it looks
+    (the parent package's folders, else `sys.path` as it is then); finds nothing itself."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname not in _attempts:
+            try:
+                _attempts[fullname] = tuple(os.fsdecode(p) for p in (sys.path if path is None else path) if isinstance(p, (str, bytes, os.PathLike)))
+            except (TypeError, ValueError):
+                pass
+        return None
+
+
+def _found_at(module: Any, dirs: list[str]) -> int | None:
+    """Where in `dirs` a loaded module was found; len(dirs) for a namespace package (a module or a
+    regular package in any of them would win); None where no file can shadow it (built-in, frozen,
+    found by another finder)."""
+    spec = getattr(module, "__spec__", None)
+    origin = getattr(spec, "origin", None)
+    if spec is None or origin in ("built-in", "frozen"):
+        return None
+    if not origin or not os.path.isabs(origin):
+        return len(dirs) if getattr(spec, "submodule_search_locations", None) is not None else None
+    folder = os.path.dirname(origin)
+    if os.path.basename(origin).startswith("__init__."):
+        folder = os.path.dirname(folder)
+    return dirs.index(folder) if folder in dirs else None
+
+
+def _absent(sites: list[str], compiled: Iterable[str], unstable: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The paths that would have changed what the job's imports found, had they existed (none did),
+    and the `.pth` files of every site folder a module was not found in (see the module's docstring)."""
+    suffixes = (".py", ".pyc", *importlib.machinery.EXTENSION_SUFFIXES)
+    known = set(compiled)
+    absent: set[str] = set()
+    pth: dict[str, list[str]] = {}
+    for name, searched in list(_attempts.items()):
+        dirs = [os.path.abspath(d or os.curdir) for d in searched]
+        module = sys.modules.get(name)
+        stop = _found_at(module, dirs) if module is not None else len(dirs)
+        if stop is None:
+            continue
+        tail = name.rpartition(".")[2]
+        for folder in dirs[:stop]:
+            if kind(os.path.join(folder, "x.py"), ()) in ("stdlib", "own") or os.path.isfile(folder):  # a zip of the stdlib
+                continue
+            candidates = [os.path.join(folder, tail + s) for s in suffixes] + [os.path.join(folder, tail, "__init__.py")]
+            if module is None:
+                candidates.append(os.path.join(folder, tail))  # a folder: a namespace package
+                if os.path.join(folder, "") in sites:
+                    pth[folder] = _pth_files(folder)
+            there = [c for c in candidates if os.path.exists(c)]
+            if module is None and any(c in known or overlay.overridden(c) is not None for c in there):
+                break  # found there: its own code failed, and its text is a source
+            unstable.extend(there)  # appeared while the job ran
+            absent.update(c for c in candidates if c not in there)
+    return sorted(absent), pth
+
+
+def _pth_files(folder: str) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(folder) if e.name.endswith(".pth"))
+    except OSError:
+        return []
 
 
 def _loaded_files() -> set[str]:
@@ -329,6 +404,7 @@ def event(root: str) -> dict[str, Any]:
             unstable.append(path)
         if fingerprint is not None:
             data[path] = fingerprint
+    absent, pth = _absent(sites, _compiled, unstable)
     torch = sys.modules.get("torch")
     out: dict[str, Any] = {
         "event": "deps",
@@ -339,6 +415,8 @@ def event(root: str) -> dict[str, Any]:
         "distributions": [dists[k] for k in sorted(dists)],
         "data": data,
         "env": {k: v for k, v in sorted(_env.items()) if k not in OWN_ENV},
+        "absent": absent,
+        "pth": pth,
     }
     if unstable:
         out["unstable"] = sorted(set(unstable))
