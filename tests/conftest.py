@@ -11,9 +11,11 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,3 +256,25 @@ def example_spans(result: FileResult) -> list[ExampleSpan]:
 def expected_example_spans(name: str) -> list[ExampleSpan]:
     """What EXPECTED.json says checking examples/`name` gives, in `example_spans`' shape."""
     return [(e["file"], *e["range"], e["code"], e["severity"]) for e in EXPECTED_EXAMPLES[name]]
+
+
+def kill_mid_run(command: list[str], mark: Path, *, env: dict[str, str], cwd: Path, while_running: Callable[[], None] = lambda: None) -> None:
+    """Start `command` (an `exportlens check`) in a session of its own and SIGKILL it once the user's
+    code it runs writes `mark` (a closed laptop, the OOM killer: no chance to clean up), then its
+    process group too (the worker it started). `while_running` is called just before the kill."""
+    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240  # a cold worker imports torch first
+        while not mark.exists():
+            assert proc.poll() is None, "the check ended before the code that writes the mark ran"
+            assert time.monotonic() < deadline, "the code that writes the mark never ran"
+            time.sleep(0.05)
+        while_running()
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker, if it outlived the CLI
+        except ProcessLookupError:
+            pass
+        proc.wait(30)

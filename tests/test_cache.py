@@ -13,17 +13,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, ROOT, kill_mid_run
 from html_dom import parse
 
 A = """\
@@ -359,28 +357,8 @@ def test_a_killed_run_keeps_what_finished_and_nothing_of_what_did_not(zoo: Path,
     mark, hold = tmp_path / "running", tmp_path / "hold"  # slow.py says it runs, and waits while `hold` exists
     hold.touch()
     env = _env(tmp_path, EXPORTLENS_TEST_MARK=str(mark), EXPORTLENS_TEST_HOLD=str(hold))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "exportlens", "check", str(zoo), "--cache-dir", str(cache), "--jobs", "1"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while not mark.exists():  # a.py ran (files go in order, one job at a time), slow.py is running
-            assert proc.poll() is None, "the check ended before slow.py ran"
-            assert time.monotonic() < deadline, "slow.py never started"
-            time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the worker of the killed check
-        except ProcessLookupError:
-            pass
-        proc.wait(30)
+    # a.py runs first (files go in order, one job at a time); the check is killed while slow.py runs
+    kill_mid_run([sys.executable, "-m", "exportlens", "check", str(zoo), "--cache-dir", str(cache), "--jobs", "1"], mark, env=env, cwd=tmp_path)
     hold.unlink()
     assert len(list(cache.glob("*/entries/*.json"))) == 1  # a.py's, whole; nothing of slow.py
     doc = report(zoo, "--no-verify", cache=cache, env=env)

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, SyncEngine
+from conftest import ROOT, SyncEngine, kill_mid_run
 from test_cli import SCHEMA, cli
 
 from exportlens import notebook
@@ -190,29 +188,13 @@ def test_a_cli_killed_mid_run_leaves_nothing_in_the_project(tmp_path: Path) -> N
     mark = tmp_path / "running"  # outside the project
     before = _files(proj)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "EXPORTLENS_TEST_MARK": str(mark)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "exportlens", "check", str(proj / "slow.ipynb")],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+
+    def nothing_beside_the_running_cells() -> None:
+        assert _files(proj) == before
+
+    kill_mid_run(
+        [sys.executable, "-m", "exportlens", "check", str(proj / "slow.ipynb")], mark, env=env, cwd=tmp_path, while_running=nothing_beside_the_running_cells
     )
-    try:
-        deadline = time.monotonic() + 240  # a cold worker imports torch first
-        while not mark.exists():
-            assert proc.poll() is None, "the check ended before its notebook ran"
-            assert time.monotonic() < deadline, "the notebook's cells never started"
-            time.sleep(0.1)
-        assert _files(proj) == before  # mid-run: the cells are running, and nothing is beside them
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the worker this test started, if it outlived the CLI
-        except ProcessLookupError:
-            pass
-        proc.wait(30)
     assert _files(proj) == before
 
 

@@ -15,8 +15,8 @@ opened by content, the environment variables it read, and what its imports did n
 file appeared where one of them would now find one first). Not in the key, on purpose: the timeout
 (a finished run's result does not depend on its deadline, and a run that hit it is never stored),
 where traces go, draft export beside plain export (it changes only the time, `tests/test_draft_beside.py`),
-and `select` / `ignore` and `# exportlens: ignore` (applied to the replayed result, so changing
-them re-runs nothing).
+and `select` / `ignore` (applied to the replayed result, like `# exportlens: ignore` comments, so
+changing them re-runs nothing; a comment written is an edit of the file's text all the same).
 
 Never stored: a job that timed out, crashed, was cancelled or could not start, one without its
 `deps` record, one whose files changed while it ran, one whose torch cannot draft-export, and one
@@ -328,12 +328,7 @@ class ResultsCache:
 
     def read(self, root: str, key: str) -> Entry | None:
         """The entry stored under `key`, whatever it depends on; None when there is none or it is not a whole entry."""
-        try:
-            with open(self._entry_path(root, key), "rb") as fh:
-                doc = json.loads(fh.read())
-        except (OSError, ValueError):
-            return None
-        return Entry.from_json(doc, key)
+        return Entry.from_json(_read_json(self._entry_path(root, key)), key)
 
     def lookup(self, root: str, key: str, texts: Mapping[str, str], env: Mapping[str, str], *, draft: str = "auto") -> Entry | None:
         """The entry under `key` if nothing it depends on changed, else None."""
@@ -348,11 +343,7 @@ class ResultsCache:
 
     def last(self, root: str, owner: str) -> Entry | None:
         """The entry of `owner`'s last stored run of its own text, whether or not it still holds (the editor shows it at once)."""
-        try:
-            with open(self._last_path(root, owner), "rb") as fh:
-                pointer = json.loads(fh.read())
-        except (OSError, ValueError):
-            return None
+        pointer = _read_json(self._last_path(root, owner))
         if not isinstance(pointer, dict) or pointer.get("owner") != os.path.abspath(owner) or not isinstance(pointer.get("key"), str):
             return None
         return self.read(root, pointer["key"])
@@ -361,12 +352,8 @@ class ResultsCache:
         """Make the entry under `key` `owner`'s last run (a reused one too: a file edited and then
         edited back is shown at once as it is now, not as the edit between)."""
         path, pointer = self._last_path(root, owner), {"owner": os.path.abspath(owner), "key": key}
-        try:
-            with open(path, "rb") as fh:
-                if json.loads(fh.read()) == pointer:
-                    return
-        except (OSError, ValueError):
-            pass
+        if _read_json(path) == pointer:
+            return
         try:
             _write_atomically(path, json.dumps(pointer).encode())
         except OSError:  # a read-only cache serves what it has; storing says that it cannot write
@@ -439,6 +426,15 @@ class ResultsCache:
                 _unlink(path)
                 total -= size
         self._bytes[folder] = total
+
+
+def _read_json(path: str) -> Any:
+    """The JSON document in the file, None where there is none or it does not parse (half-written, foreign)."""
+    try:
+        with open(path, "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _unlink(path: str) -> None:

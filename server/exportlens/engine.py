@@ -405,7 +405,10 @@ class Engine:
                 )
             elif last:
                 await asyncio.to_thread(store.remember_last, plan.root, path, kept[0])
-        return _with_deps(_shown(result, ran), reused.deps if reused else _deps_of(events), plan.root, reused)
+        shown = _with_deps(_shown(result, ran), reused.deps if reused else _deps_of(events), plan.root, reused)
+        if shown.cached is not None and kept is not None and not kept[2]:
+            shown.cached["holds"] = False  # the last run, shown on open before the run that replaces it
+        return shown
 
     @property
     def result_store(self) -> results_cache.ResultsCache | None:
@@ -417,23 +420,25 @@ class Engine:
             self._results_cache = results_cache.ResultsCache(base, warn=self.warn)
         return self._results_cache
 
-    def _kept(self, job: JobSpec, root: str, texts: dict[str, str], exports: bool) -> tuple[str, results_cache.Entry | None] | None:
-        """The job's cache key and the entry that holds for it now (None: none does); None when the cache is off."""
+    def _kept(self, job: JobSpec, root: str, texts: dict[str, str], exports: bool) -> tuple[str, results_cache.Entry | None, bool] | None:
+        """The job's cache key, the entry to reuse (None: run it) and whether that entry holds now
+        (the last run `last_result` shows may not); None when the cache is off."""
         rc = self.result_store
         if rc is None:
             return None
         env = worker_environment()
         key = results_cache.key(job, python=self.settings.python, memory_mb=self.settings.memory_mb, env=env, exports=exports)
+        holding = rc.lookup(root, key, texts, env, draft=job.get("draft", "auto")) if self.settings.reuse else None
         last = _LAST.get()
-        if last is not None or not self.settings.reuse:
-            return key, last
-        return key, rc.lookup(root, key, texts, env, draft=job.get("draft", "auto"))
+        if last is not None and holding is None:
+            return key, last, False
+        return key, holding, holding is not None
 
     async def last_result(self, doc: Document) -> FileResult | None:
         """The document's last stored result, whether or not it still holds, without running anything:
-        the editor shows it at once on open (`cached` says when it ran; its `texts` are the ones it
-        ran, so the editor moves its ranges onto the current text). None: none is stored, or a
-        notebook whose code changed since."""
+        the editor shows it at once on open (`cached` says when it ran, and `"holds": False` where
+        something it depends on changed since; its `texts` are the ones it ran, so the editor moves
+        its ranges onto the current text). None: none is stored, or a notebook whose code changed since."""
         rc = self.result_store
         if rc is None or doc.unreadable is not None:
             return None
@@ -441,15 +446,21 @@ class Engine:
         entry = await asyncio.to_thread(rc.last, root, doc.script)
         if entry is None or entry.source is None:
             return None
+        edited = False
         if doc.script == doc.path:
+            now = doc.text if doc.text is not None else await asyncio.to_thread(_disk_text, doc.path)
+            edited = now != entry.source
             doc = document.load(doc.path, entry.source)  # the text it ran
         elif doc.text is None or doc.upto(doc.text, len(doc.text.splitlines()) + 1).text != entry.source:
             return None
         token = _LAST.set(entry)
         try:
-            return await self.check(doc, explicit=False)
+            result = await self.check(doc, explicit=False)
         finally:
             _LAST.reset(token)
+        if result.cached is not None and edited:
+            result.cached["holds"] = False  # the file's own text changed since
+        return result
 
     async def check_file(self, path: str, *, text: str | None = None, overrides: dict[str, str] | None = None, **options: Any) -> FileResult:
         """`check` of the file at `path` (`text`: the editor's; else an override of it, else the disk's)."""
@@ -740,6 +751,13 @@ def _with_deps(result: FileResult, deps: DepsEvent | None, root: str, reused: re
         for t in result.targets:
             t.cached = reused.run
     return result
+
+
+def _disk_text(path: str) -> str | None:
+    try:
+        return read_source(path).text
+    except SourceError:
+        return None
 
 
 def _root_of(path: str) -> str:

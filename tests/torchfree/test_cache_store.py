@@ -228,7 +228,8 @@ def test_shards_split_files_stably_and_a_new_file_moves_no_other(tmp_path: Path)
 
 def test_a_run_with_a_fix_applied_is_never_the_files_last_and_a_reused_one_is(tmp_path: Path) -> None:
     """The editor shows a file's last run at once on open: never a fix's verification run (the file
-    with the fix applied in memory), and a reused run becomes the last again (edited, then edited back)."""
+    with the fix applied in memory), and a reused run becomes the last again (edited, then edited
+    back); it says whether that run still holds for the text the editor has."""
     case, recording, events = _recorded_with_deps("data_dependent__item_branch")
     rc = cache.ResultsCache(str(tmp_path / "c"))
     root = project.find_root(str(case.file))
@@ -242,6 +243,12 @@ def test_a_run_with_a_fix_applied_is_never_the_files_last_and_a_reused_one_is(tm
         assert reused.cached is not None
         last = rc.last(root, str(case.file))
         assert last is not None and last.run == reused.cached
+
+        shown = await engine.last_result(document.load(str(case.file)))  # on open: nothing changed, it holds
+        assert shown is not None and shown.cached is not None and "holds" not in shown.cached and len(engine.worker.jobs) == 1  # type: ignore[attr-defined]
+        edited = await engine.last_result(document.load(str(case.file), Path(case.file).read_text() + "# edited\n"))
+        assert edited is not None and edited.cached is not None and edited.cached["holds"] is False  # shown only until the run that follows
+        assert [d.code for d in edited.diagnostics] == [d.code for d in reused.diagnostics]
 
     asyncio.run(scenario())
     no_cache = Engine(EngineSettings(timeout=case.timeout, warmup=False))

@@ -2,11 +2,12 @@
 
 After a restart the editor would show nothing for a file until it ran again. When the document is
 opened (trusted workspace, the cache on) and the server holds no result of it yet, its last stored
-run (`Engine.last_result`: no worker, no user code) is published at once, marked as from the last
-run with its time (`cached` with `confirmed: False`, said in the hover), whether or not it still
-holds: its ranges are carried onto the editor's text like any result's. The run that the open
-starts anyway then replaces it: reused from the cache if nothing it depends on changed
-(`confirmed: True`), else a new result. A result kept before this one arrives wins.
+run (`Engine.last_result`: no worker, no user code) is published at once. One that still holds
+(nothing it depends on changed) is marked as reused, like the run's answer will be; one that no
+longer holds is marked as from the last run with its time (`cached` with `confirmed: False`, said
+in the hover), its ranges carried onto the editor's text like any result's, and only where a run
+follows that replaces it (a .py file's open starts one; a notebook runs on save, so it gets only
+a last result that holds). A result kept before this one arrives wins.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ class LastResults:
         self.engines = engines
         self.publisher = publisher
 
-    def show(self, path: str, text: str | None = None) -> None:
-        """Publish `path`'s last stored result soon, unless a result of it is kept by then."""
+    def show(self, path: str, text: str | None = None, *, run_follows: bool = True) -> None:
+        """Publish `path`'s last stored result soon, unless a result of it is kept by then; without
+        `run_follows`, only one that still holds."""
         if path not in self.publisher.results:
-            self.ls.background(self._show(path, text))
+            self.ls.background(self._show(path, text, run_follows))
 
-    async def _show(self, path: str, text: str | None) -> None:
+    async def _show(self, path: str, text: str | None, run_follows: bool) -> None:
         engine = self.engines.current()
         try:
             result = await engine.last_result(document.load(path, text))
@@ -41,7 +43,10 @@ class LastResults:
             return
         if result is None or result.cached is None or path in self.publisher.results:
             return
-        result.cached = {**result.cached, "confirmed": False}
+        if result.cached.pop("holds", True) is False:
+            if not run_follows:
+                return
+            result.cached["confirmed"] = False
         self.publisher.keep(path, result, None)
 
 

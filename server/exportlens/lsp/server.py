@@ -309,7 +309,7 @@ def register_notebooks(server: ExportLensServer) -> None:
         if path is not None:
             ls.runs.publisher.republish(path)  # the cells have new URIs: show the last result on them
             if ls.trusted:
-                ls.runs.last.show(path)  # none yet in this server: the results cache's last one of these cells
+                ls.runs.last.show(path, run_follows=False)  # none yet in this server: the cache's last one of these cells, if it holds
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
     def notebook_did_change(ls: ExportLensServer, params: types.DidChangeNotebookDocumentParams) -> None:

@@ -198,11 +198,12 @@ def _found_at(module: Any, dirs: list[str]) -> int | None:
     return dirs.index(folder) if folder in dirs else None
 
 
-def _absent(sites: list[str], compiled: Iterable[str], unstable: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+def _absent(sites: list[str], sources: dict[str, str], unstable: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     """The paths that would have changed what the job's imports found, had they existed (none did),
-    and the `.pth` files of every site folder a module was not found in (see the module's docstring)."""
+    and the `.pth` files of every site folder a module was not found in (see the module's docstring).
+    A module tried and not loaded may have been found all the same (its own code raised, or a probe
+    like `importlib.util.find_spec` only looked): its file is then a source, by content."""
     suffixes = (".py", ".pyc", *importlib.machinery.EXTENSION_SUFFIXES)
-    known = set(compiled)
     absent: set[str] = set()
     pth: dict[str, list[str]] = {}
     for name, searched in list(_attempts.items()):
@@ -221,10 +222,19 @@ def _absent(sites: list[str], compiled: Iterable[str], unstable: list[str]) -> t
                 if os.path.join(folder, "") in sites:
                     pth[folder] = _pth_files(folder)
             there = [c for c in candidates if os.path.exists(c)]
-            if module is None and any(c in known or overlay.overridden(c) is not None for c in there):
-                break  # found there: its own code failed, and its text is a source
-            unstable.extend(there)  # appeared while the job ran
-            absent.update(c for c in candidates if c not in there)
+            if not there:
+                absent.update(candidates)
+                continue
+            if module is not None or any(_changed_since_start(c) for c in there):
+                unstable.extend(there)  # appeared while the job ran
+                break
+            for path in there:  # found here, not loaded: what it found is a source
+                if path not in sources and os.path.isfile(path):
+                    text = overlay.overridden(path)
+                    sha = sha256(text.encode("utf-8")) if text is not None else _compiled.get(path) or _file_sha(path)
+                    if sha is not None:
+                        sources[path] = sha
+            break
     return sorted(absent), pth
 
 
@@ -404,7 +414,7 @@ def event(root: str) -> dict[str, Any]:
             unstable.append(path)
         if fingerprint is not None:
             data[path] = fingerprint
-    absent, pth = _absent(sites, _compiled, unstable)
+    absent, pth = _absent(sites, sources, unstable)
     torch = sys.modules.get("torch")
     out: dict[str, Any] = {
         "event": "deps",
