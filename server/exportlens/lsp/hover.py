@@ -11,12 +11,14 @@ import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 
 from exportlens.lsp.convert import doc_url, lsp_range
 from exportlens.model import Diagnostic, Fix
+
+T = TypeVar("T")
 
 _SYMBOL = re.compile(r"\b([us]\d+)\b")
 
@@ -174,11 +176,12 @@ def hover_markdown(diag: Diagnostic, text: str | None, fixes: list[Fix] | None =
     return "\n".join(out)
 
 
-def hover_at(diags: Iterable[Diagnostic], position: types.Position, markdown: Callable[[Diagnostic], str]) -> types.Hover | None:
-    """One hover for every diagnostic under the cursor (a .py file's or a notebook cell's), ruled apart."""
+def hover_at(items: Iterable[tuple[Diagnostic, T]], position: types.Position, markdown: Callable[[Diagnostic, T], str]) -> types.Hover | None:
+    """One hover for every diagnostic under the cursor (a .py file's or a notebook cell's), ruled apart;
+    each item is a diagnostic and what `markdown` needs besides (the cache's mark of its result)."""
     pos = (position.line, position.character)
-    hits = [d for d in diags if (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)]
+    hits = [(d, x) for d, x in items if (d.range.start.line, d.range.start.character) <= pos <= (d.range.end.line, d.range.end.character)]
     if not hits:
         return None
-    value = "\n\n---\n\n".join(markdown(d) for d in hits)
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=lsp_range(hits[0].range))
+    value = "\n\n---\n\n".join(markdown(d, x) for d, x in hits)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=lsp_range(hits[0][0].range))

@@ -34,7 +34,6 @@ from exportlens.lsp.notebooks import Notebooks
 from exportlens.lsp.runs import Runs, RunSummary
 from exportlens.lsp.settings import RUN_ON_SAVE, SECTION, Settings
 from exportlens.lsp.verification import FixVerification
-from exportlens.model import Diagnostic
 
 RUN_COMMAND = "exportlens.runDraftExport"
 MAKE_EXPORTABLE_COMMAND = "exportlens.makeExportable"
@@ -353,14 +352,9 @@ def register_hover(server: ExportLensServer) -> None:
             return None
         await ls.runs.publisher.prepare(path)
         text, _ = ls.runs.publisher.current_text(path)
-        items = ls.runs.publisher.diagnostics_in(path)
-        owners = {id(diag): owner for diag, _sha, owner in items}
-
-        def markdown(d: Diagnostic) -> str:
-            res = ls.runs.publisher.results.get(owners.get(id(d), ""))
-            return hover_markdown(d, text, ls.verification.for_hover(d), came_from=came_from(res.cached if res is not None else None))
-
-        return hover_at((diag for diag, _sha, _owner in items), params.position, markdown)
+        results = ls.runs.publisher.results  # each diagnostic with the cache's mark of its owner's result
+        items = [(diag, results[owner].cached) for diag, _sha, owner in ls.runs.publisher.diagnostics_in(path)]
+        return hover_at(items, params.position, lambda d, cached: hover_markdown(d, text, ls.verification.for_hover(d), came_from=came_from(cached)))
 
 
 def register_code_lens(server: ExportLensServer) -> None:
