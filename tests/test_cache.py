@@ -10,6 +10,8 @@ dist-info with `direct_url.json` saying `"dir_info": {"editable": true}` and an 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -21,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES, ROOT, kill_mid_run
+from conftest import EXAMPLES, ROOT, SyncEngine, kill_mid_run
 from html_dom import parse
+
+from exportlens.engine import EngineSettings
 
 A = """\
 import torch
@@ -475,3 +479,119 @@ def test_pytest_items_say_what_was_reused(zoo: Path, tmp_path: Path) -> None:
     assert second.returncode == 0 and "exportlens: 1 target, 1 from the cache" in second.stdout, second.stdout[-3000:]
     (prop,) = ET.parse(junit).getroot().iter("property")
     assert prop.get("name") == "exportlens_cached" and prop.get("value", "").endswith(" UTC")
+
+
+NET_V1 = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+"""
+NET_V2 = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+"""
+FACTORY = """\
+import torch
+from sitelib import Net
+
+
+def build():
+    return Net(), (torch.ones(3),)
+"""
+MODULE_LEVEL = """\
+import torch
+from sitelib import Net
+
+model = Net()
+example_args = (torch.ones(3),)
+"""
+
+
+def _install_library(tmp: Path, text: str) -> None:
+    """`sitelib` as `pip install` (not editable) leaves it, in a site folder of this test's own: its
+    file and a RECORD with each file's hash, as pip writes it. Called again, it is a reinstall."""
+    site_dir = tmp / "env" / "site-packages"
+    (site_dir / "sitelib").mkdir(parents=True, exist_ok=True)
+    info = site_dir / "sitelib-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (site_dir / "sitelib" / "__init__.py").write_text(text)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sitelib\nVersion: 0.1\n")
+    (info / "INSTALLER").write_text("pip\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    (info / "RECORD").write_text(
+        f"sitelib/__init__.py,sha256={digest},{len(text.encode())}\nsitelib-0.1.dist-info/METADATA,,\nsitelib-0.1.dist-info/RECORD,,\n"
+    )
+    boot = tmp / "boot"
+    boot.mkdir(exist_ok=True)
+    (boot / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({str(site_dir)!r})\n")
+
+
+def test_a_declared_library_model_runs_again_when_its_library_is_reinstalled(tmp_path: Path) -> None:
+    """A factory's and a module-level model whose whole forward is an installed library's: the
+    project's text does not change, the library's reinstall does (its RECORD), and both run again
+    with the new library's problem on their declarations; nothing of the old library's is reused."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text("[project]\nname = 'lib'\nversion = '0'\n\n[tool.exportlens]\ntargets = ['factory.py:build']\n")
+    (proj / "factory.py").write_text(FACTORY)
+    (proj / "module_level.py").write_text(MODULE_LEVEL)
+    _install_library(tmp_path, NET_V1)
+    cache = tmp_path / "cache"
+
+    def problems(doc: dict[str, Any]) -> list[tuple[str, int, str]]:
+        return sorted((Path(d["file"]).name, d["range"]["start"]["line"], d["code"]) for d in doc["diagnostics"] if d["severity"] <= 2)
+
+    cold = report(proj, "--no-verify", cache=cache)
+    assert ran(cold) == {"factory.py", "module_level.py"} and problems(cold) == []
+    assert ran(report(proj, "--no-verify", cache=cache)) == set()
+    _install_library(tmp_path, NET_V2)
+    after = report(proj, "--no-verify", cache=cache)
+    assert ran(after) == {"factory.py", "module_level.py"}
+    assert problems(after) == [("factory.py", 5, "data-dependent-guard"), ("module_level.py", 3, "data-dependent-guard")]
+    again = report(proj, "--no-verify", cache=cache)
+    assert ran(again) == set() and problems(again) == problems(after)
+
+
+PASSES = """\
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+model = M()
+example_args = (torch.ones(3),)
+"""
+
+
+def test_run_draft_export_and_a_plain_run_do_not_reuse_each_other(tmp_path: Path) -> None:
+    """'Run draft export' (Engine.check(draft='always')) and the plain run of the same text are two
+    entries: neither is served the other's result, each is reused by its own kind of run."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n")
+    model = tmp_path / "model.py"
+    model.write_text(PASSES)
+    eng = SyncEngine(EngineSettings(timeout=120, memory_mb=2048, cache_dir=str(tmp_path / "cache")))
+    try:
+        plain = eng.check(model)
+        assert plain.ran and plain.cached is None
+        draft = eng.check(model, draft="always")
+        assert draft.cached is None  # the plain run's entry is not the draft run's
+        plain_again, draft_again = eng.check(model), eng.check(model, draft="always")
+        assert plain_again.cached is not None and draft_again.cached is not None
+        assert plain_again.cached["id"] != draft_again.cached["id"]
+        model.write_text(PASSES + "# edited\n")
+        assert eng.check(model, draft="always").cached is None  # the reverse order: a draft run first
+        assert eng.check(model).cached is None
+    finally:
+        eng.close()
