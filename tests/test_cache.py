@@ -5,7 +5,8 @@ rest of the suite runs with EXPORTLENS_NO_CACHE, tests/conftest.py). The editabl
 installed the way pip's editable installs appear, but into a site folder of the test's own: a
 dist-info with `direct_url.json` saying `"dir_info": {"editable": true}` and an `__editable__`
 .pth file naming the library's source folder, which a `sitecustomize` on PYTHONPATH adds with
-`site.addsitedir` (so the shared venv is never touched).
+`site.addsitedir` (so the shared venv is never touched); a plain install (`sitelib`, a RECORD of
+its files' hashes) goes into such a folder the same way.
 """
 
 from __future__ import annotations
@@ -485,33 +486,24 @@ NET_V1 = """\
 import torch
 
 
-class Net(torch.nn.Module):
+class M(torch.nn.Module):
     def forward(self, x):
         return x * 2
 """
-NET_V2 = """\
-import torch
-
-
-class Net(torch.nn.Module):
-    def forward(self, x):
-        if x.sum() > 0:
-            return x + 1
-        return x - 1
-"""
+NET_V2 = B.split("\n\n\nmodel = ")[0] + "\n"  # its data-dependent branch, as a library's
 FACTORY = """\
 import torch
-from sitelib import Net
+from sitelib import M
 
 
 def build():
-    return Net(), (torch.ones(3),)
+    return M(), (torch.ones(3),)
 """
 MODULE_LEVEL = """\
 import torch
-from sitelib import Net
+from sitelib import M
 
-model = Net()
+model = M()
 example_args = (torch.ones(3),)
 """
 
@@ -561,18 +553,7 @@ def test_a_declared_library_model_runs_again_when_its_library_is_reinstalled(tmp
     assert ran(again) == set() and problems(again) == problems(after)
 
 
-PASSES = """\
-import torch
-
-
-class M(torch.nn.Module):
-    def forward(self, x):
-        return x + 1
-
-
-model = M()
-example_args = (torch.ones(3),)
-"""
+PASSES = NET_V1 + "\n\nmodel = M()\nexample_args = (torch.ones(3),)\n"  # plain export passes
 
 
 def test_run_draft_export_and_a_plain_run_do_not_reuse_each_other(tmp_path: Path) -> None:
