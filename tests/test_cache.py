@@ -29,6 +29,8 @@ from html_dom import parse
 
 from exportlens.engine import EngineSettings
 
+pytestmark = pytest.mark.torch
+
 A = """\
 import torch
 from helper_a import make

@@ -28,6 +28,8 @@ from exportlens.lsp.hover import hover_markdown
 from exportlens.lsp.last_results import came_from
 from exportlens.model import Diagnostic, Range
 
+pytestmark = pytest.mark.torch
+
 WORK = Path(tempfile.mkdtemp(prefix="exportlens-last-results-"))
 PROJ = WORK / "proj"
 BRANCH = """\

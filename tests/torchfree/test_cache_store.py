@@ -20,6 +20,8 @@ from exportlens import cache, document, project, shards
 from exportlens.engine import Engine, EngineSettings
 from exportlens.protocol import JobEvent, JobSpec
 
+pytestmark = pytest.mark.quick
+
 JOB: JobSpec = {"file": "/p/m.py", "root": "/p", "main": False, "module_vars": True, "factories": [], "lines": {"model": 3}, "compile": False, "trace": False}
 ENV = {"PATH": "/bin", "HOME": "/h"}
 
