@@ -203,7 +203,7 @@ def _absent(sites: list[str], sources: dict[str, str], unstable: list[str]) -> t
     and the `.pth` files of every site folder a module was not found in (see the module's docstring).
     A module tried and not loaded may have been found all the same (its own code raised, or a probe
     like `importlib.util.find_spec` only looked): its file is then a source, by content."""
-    suffixes = (".py", ".pyc", *importlib.machinery.EXTENSION_SUFFIXES)
+    suffixes = importlib.machinery.all_suffixes()  # what the path finder tries, as import itself lists them
     absent: set[str] = set()
     pth: dict[str, list[str]] = {}
     for name, searched in list(_attempts.items()):
