@@ -4,12 +4,13 @@ When a target's plain export fails, draft export runs after it to find the rest;
 other the user waits for both (plain export's time to its error is 15 % of draft export's on
 bench/models/transformer_branch.py). A job asked to (`"draft_beside"`: the engine asks when the
 file's last run needed draft export and no other job is running) forks right before plain export;
-the fork runs draft export on the other core and hands its part of the target event back through
-a pipe as JSON. Plain export decides as always: where it passes without custom ops, or fails in a
-way that changes draft export's arguments (a constraint violation refines the Dims), the fork is
-killed and nothing of it is used. The fork buffers what it would emit, so the events arrive in the
-same order as when the two run one after the other. Only a module's or a factory's target: a
-script's own export call goes on with draft export's program, which only the fork would have.
+the fork runs draft export on the other core and hands its part of the target event back through a
+pipe as JSON, with what it imported, opened and read (the job's dependencies). Plain export
+decides as always: where it passes without custom ops, or fails in a way that changes draft
+export's arguments (a constraint violation refines the Dims), the fork is killed and nothing of it
+is used. The fork buffers what it would emit, so the events arrive in the same order as when the
+two run one after the other. Only a module's or a factory's target: a script's own export call
+goes on with draft export's program, which only the fork would have.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import signal
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from exportlens.worker import dependencies
 
 Emit = Callable[[dict[str, Any]], None]
 # the fork's own work: draft export, emitting through the first argument and filling the event in the second
@@ -72,7 +75,10 @@ class Beside:
             result = json.loads(b"".join(chunks))
         except ValueError:
             return None
-        return result if isinstance(result, dict) and "event" in result else None
+        if not isinstance(result, dict) or "event" not in result:
+            return None
+        dependencies.merge(result.pop("deps", None))  # what the fork imported, opened and read: the job's too
+        return result
 
     def kill(self) -> None:
         """Plain export decided without it: end it at once (its children are the zygote's to reap)."""
@@ -96,7 +102,7 @@ def _run_in_fork(work: Work, fd: int) -> None:
         emitted: list[dict[str, Any]] = []
         event: dict[str, Any] = {}
         work(emitted.append, event)
-        data = json.dumps({"event": event, "emitted": emitted}, default=str).encode()
+        data = json.dumps({"event": event, "emitted": emitted, "deps": dependencies.recorded()}, default=str).encode()
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -60,6 +60,7 @@ _launch_env: dict[str, str] = {}  # the environment the worker was started with 
 _provides: dict[str, tuple[int, set[str], str | None]] = {}  # dist-info folder → (its mtime, the import names it installs, editable source)
 _hashed: dict[str, tuple[tuple[int, int, int], str]] = {}  # RECORD file → (its stat, its SHA-256)
 _attempts: dict[str, tuple[str, ...]] = {}  # module → the folders its first import searched, in order
+_forked_loaded: set[str] = set()  # module files a fork beside this process loaded (`merge`)
 _started_ns = 0
 _installed = False
 
@@ -245,8 +246,37 @@ def _pth_files(folder: str) -> list[str]:
         return []
 
 
+def recorded() -> dict[str, Any]:
+    """What this process recorded, for a fork to hand to its parent (beside.py): draft export run
+    beside plain export imports, opens and reads in the fork, and the job's `deps` must hold it."""
+    return {
+        "compiled": _compiled,
+        "opened": sorted(_opened),
+        "env": _env,
+        "set_here": sorted(_set_here),
+        "attempts": {k: list(v) for k, v in _attempts.items()},
+        "loaded": sorted(_loaded_files()),
+    }
+
+
+def merge(fork: Any) -> None:
+    """Take a fork's `recorded()` into this process's record, as if its work had run here."""
+    if not isinstance(fork, dict):
+        return
+    for path, sha in dict(fork.get("compiled") or {}).items():
+        _compiled.setdefault(path, sha)
+    _opened.update(fork.get("opened") or ())
+    for key, value in dict(fork.get("env") or {}).items():
+        if key not in _set_here:
+            _env.setdefault(key, value)
+    _set_here.update(fork.get("set_here") or ())
+    for name, searched in dict(fork.get("attempts") or {}).items():
+        _attempts.setdefault(name, tuple(searched))
+    _forked_loaded.update(fork.get("loaded") or ())
+
+
 def _loaded_files() -> set[str]:
-    out: set[str] = set()
+    out: set[str] = set(_forked_loaded)
     for module in list(sys.modules.values()):
         try:
             file = vars(module).get("__file__")  # not getattr: a lazy module's __getattr__ would run
