@@ -43,14 +43,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from exportlens.worker import overlay
+from exportlens.worker.paths import OWN_DIR, PACKAGE_DIRS, is_stdlib
 
 BIG_FILE = 16 * 1024 * 1024  # a data file larger than this is named by size and mtime, not hashed
 CHANGED_SLACK_NS = 2_000_000_000  # a file modified this close to the job's start may have changed under it (coarse clocks)
 OWN_ENV = ("TMPDIR", "TORCH_DTRACE", "EXPORTLENS_WORKER")  # set per job or per worker by ExportLens itself
 
-_OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
-_STDLIB = tuple(os.path.join(os.path.abspath(p), "") for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p)
-_PACKAGE_DIRS = ("site-packages", "dist-packages")
 
 _compiled: dict[str, str] = {}  # source path → SHA-256 of the bytes compiled
 _opened: set[str] = set()  # files opened for reading
@@ -77,18 +75,18 @@ def site_dirs() -> list[str]:
     except AttributeError:  # an old virtualenv's site module
         pass
     dirs += [site.getusersitepackages(), sysconfig.get_paths().get("purelib", ""), sysconfig.get_paths().get("platlib", "")]
-    dirs += [p for p in sys.path if os.path.basename(os.path.normpath(p or ".")) in _PACKAGE_DIRS]
+    dirs += [p for p in sys.path if os.path.basename(os.path.normpath(p or ".")) in PACKAGE_DIRS]
     return list(dict.fromkeys(os.path.join(os.path.abspath(d), "") for d in dirs if d and os.path.isdir(d)))
 
 
 def kind(path: str, sites: Iterable[str]) -> str:
     """What owns a file: "own" (ExportLens), "site" (an installed distribution), "stdlib", or "source"."""
     full = os.path.abspath(path)
-    if full.startswith(_OWN_DIR):
+    if full.startswith(OWN_DIR):
         return "own"
     if any(full.startswith(s) for s in sites):
         return "site"
-    if full.startswith(_STDLIB) and not any(os.sep + d + os.sep in full for d in _PACKAGE_DIRS):
+    if is_stdlib(full):
         return "stdlib"
     return "source"
 
@@ -407,7 +405,7 @@ def event(root: str) -> dict[str, Any]:
         folder = path.rpartition(os.sep)[0]
         if folder not in folders:
             base = next((s for s in longest_first if path.startswith(s)), None)
-            folders[folder] = ("site", base) if base is not None and not path.startswith(_OWN_DIR) else (kind(path, sites), None)
+            folders[folder] = ("site", base) if base is not None and not path.startswith(OWN_DIR) else (kind(path, sites), None)
         owner, base = folders[folder]
         if base is not None:
             tops.setdefault(base, set()).add(_top_level(path[len(base) :]))

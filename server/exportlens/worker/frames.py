@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from exportlens.worker import stacks
+from exportlens.worker.paths import OWN_DIR
 
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
-_OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 _LOGGING_DIR = os.path.join(os.path.dirname(os.path.abspath(logging.__file__)), "")
 _WARNINGS_FILE = os.path.abspath(warnings.__file__)
 
@@ -32,7 +32,7 @@ _TB_FILE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<n
 def outside(path: str) -> bool:
     """A frame the user might own: not torch, not ExportLens, not a frozen/generated module."""
     full = os.path.abspath(path) if not path.startswith("<") else path
-    return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(_OWN_DIR) or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
+    return not (path.startswith("<") or full.startswith(_TORCH_DIR) or full.startswith(OWN_DIR) or full.startswith(_LOGGING_DIR) or full == _WARNINGS_FILE)
 
 
 def resumed(name: str) -> dict[str, Any] | None:

@@ -15,12 +15,13 @@ import linecache
 import logging
 import os
 import sys
-import sysconfig
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 import torch
+
+from exportlens.worker.paths import OWN_DIR, is_stdlib
 
 TRACE_LOGGER = "torch.__trace"
 # structured-trace key → draft export's FailureType name (torch/export/_draft_export.py)
@@ -33,9 +34,6 @@ FAILURE_KEYS = {
 MAX_FRAMES = 60
 
 _TORCH_DIR = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "")
-_OWN_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
-_STDLIB_DIRS = tuple(os.path.join(os.path.abspath(p), "") for p in {sysconfig.get_paths().get("stdlib", ""), sysconfig.get_paths().get("platstdlib", "")} if p)
-_PACKAGE_DIRS = ("site-packages", "dist-packages")
 _LOGGING_DIR = os.path.join(os.path.dirname(os.path.abspath(logging.__file__)), "")
 
 
@@ -48,9 +46,9 @@ def where(path: str | None) -> str | None:
     full = os.path.abspath(path)
     if full.startswith(_TORCH_DIR):
         return "torch"
-    if full.startswith(_OWN_DIR) or full.startswith(_LOGGING_DIR):
+    if full.startswith(OWN_DIR) or full.startswith(_LOGGING_DIR):
         return "exportlens"  # our own handler's frames (logging calls it)
-    if full.startswith(_STDLIB_DIRS) and not any(os.sep + d + os.sep in full for d in _PACKAGE_DIRS):
+    if is_stdlib(full):
         return "stdlib"
     return None
 
