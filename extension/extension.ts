@@ -3,6 +3,7 @@
  * Thin on purpose: the analysis lives in the Python server (`python -m exportlens serve`).
  */
 import * as vscode from 'vscode';
+import { SERVER_COMMAND_MAKE_EXPORTABLE, suggestDynamicShapes } from './lib/dynamicShapes';
 import { fileToRun, runArguments, type RunMode } from './lib/fileToRun';
 import { PYTHON_SUFFIXES } from './lib/serverFacts';
 import { onInterpreterChanged, PYTHON_EXTENSION_ID } from './pythonExtension';
@@ -18,10 +19,8 @@ export const COMMANDS = {
   showOutput: 'exportlens.showOutput',
   saveProfiles: 'exportlens.saveProfiles',
   makeItExport: 'exportlens.makeItExport',
+  suggestDynamicShapes: 'exportlens.suggestDynamicShapes',
 } as const;
-
-/** The server's "make it export" command: fix, verify, repeat; answers with one edit to confirm. */
-export const SERVER_COMMAND_MAKE_EXPORTABLE = 'exportlens.makeExportable';
 
 let controller: ServerController | undefined;
 
@@ -90,6 +89,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
           await ctl.executeServerCommand(SERVER_COMMAND_MAKE_EXPORTABLE, [target.toString(), { assume: true }]);
         }
       }
+    }),
+    vscode.commands.registerCommand(COMMANDS.suggestDynamicShapes, async (uri?: vscode.Uri) => {
+      // The same loop as "Make it export", then the could-be-dynamic hint's verified dynamic_shapes:
+      // one WorkspaceEdit that needs confirmation.
+      const request = suggestDynamicShapes((uri ?? vscode.window.activeTextEditor?.document.uri)?.toString());
+      if ('message' in request) {
+        void vscode.window.showWarningMessage(request.message);
+        return;
+      }
+      await ctl.executeServerCommand(request.command, request.args);
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('exportlens')) {

@@ -101,6 +101,26 @@ def test_the_real_torch_probes_as_new() -> None:
     found = compat.probe(torch)
     assert found["draft_export"] and found["prefer_deferred_runtime_asserts"]
     assert found["unbacked_value_hook"] == "set_real_tensor_prop_unbacked_vals"
+    assert found["additional_inputs"] is True
+
+
+def test_additional_inputs_and_input_guards_are_probed_by_feature() -> None:
+    """A torch without AdditionalInputs (or a program without `_guards_code`): no alternative spec,
+    no guards read; the Dim.AUTO probe goes on without them."""
+
+    class WithIt:
+        class AdditionalInputs:
+            def add(self, args: object, kwargs: object = None) -> None: ...
+
+            def dynamic_shapes(self, m: object, args: object, kwargs: object = None) -> None: ...
+
+    class Program:
+        _guards_code = ["(L['x'].size()[1]*L['x'].size()[0]) == 12"]
+
+    assert compat.additional_inputs(WithIt) is WithIt.AdditionalInputs
+    assert compat.additional_inputs(object()) is None
+    assert compat.input_guards(Program()) == ["(L['x'].size()[1]*L['x'].size()[0]) == 12"]
+    assert compat.input_guards(object()) == []
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""A model that exports cleanly: ExportLens reports nothing here."""
+"""A model that exports cleanly with a dynamic batch (its width is fixed): ExportLens reports nothing here."""
 
 import torch
 
@@ -15,3 +15,4 @@ class TinyMLP(torch.nn.Module):
 
 model = TinyMLP()
 example_args = (torch.randn(3, 4),)
+dynamic_shapes = {"x": {0: torch.export.Dim("batch")}}

@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("--write", action="store_true", help="write the fixed files (default: print the diff only)")
     fix.add_argument("--assume", action="store_true", help="also take assumption fixes (torch._check of a condition for every input)")
     fix.add_argument("--rounds", type=int, default=5, metavar="N", help="at most N rounds of check and fix (default 5)")
+    fix.add_argument("--dynamic", action="store_true", help="then write dynamic_shapes with every dimension torch keeps dynamic (could-be-dynamic)")
     fix.add_argument("--timeout", type=float, default=None, metavar="S", help=f"seconds per run (default: pyproject's timeout, else {DEFAULT_TIMEOUT:.0f})")
     fix.add_argument("--verify-budget", type=float, default=120.0, metavar="S", help="seconds for verifying the fixes of one round (default 120)")
     fix.add_argument("--jobs", type=int, default=2, metavar="N", help="fixes verified at once (default 2)")
@@ -209,7 +210,7 @@ async def _check(args: argparse.Namespace) -> tuple[Report, float, list[FileResu
             from exportlens.fix_registry import read_disk
 
             for result in results:
-                if verify.problems(result.diagnostics):
+                if verify.to_verify(result.diagnostics):
                     await verify.verify_result(engine, result, read=read_disk, budget=args.verify_budget, jobs=args.jobs or os.cpu_count() or 2)
     finally:
         ticker.cancel()
@@ -331,7 +332,10 @@ async def _make_exportable(args: argparse.Namespace, files: list[str]) -> list[A
     engine = Engine(settings, log=log)
     try:
         return [
-            await make_exportable(engine, f, read=read_disk, assume=args.assume, rounds=args.rounds, budget=args.verify_budget, jobs=args.jobs) for f in files
+            await make_exportable(
+                engine, f, read=read_disk, assume=args.assume, rounds=args.rounds, budget=args.verify_budget, jobs=args.jobs, dynamic=args.dynamic
+            )
+            for f in files
         ]
     finally:
         await engine.close()
@@ -370,7 +374,7 @@ def run_fix(args: argparse.Namespace) -> int:
             sys.stdout.write(unified_diff(old, new, _display_path(path)))
             if args.write:
                 write_source(path, new)
-        for note in out.skipped:
+        for note in out.not_taken():
             print(f"exportlens: not taken: {note}", file=sys.stderr)
         for d in out.remaining:
             print(f"exportlens: remains: {_display_path(d.file)}:{d.range.start.line + 1}: [{d.code}] {(d.message.splitlines() or [''])[0]}", file=sys.stderr)

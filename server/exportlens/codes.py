@@ -20,6 +20,7 @@ from .fixes.compile_fixes import compile_finding
 from .fixes.data_dependent_fix import data_dependent
 from .fixes.deprecated_fix import deprecated_api
 from .fixes.dynamic_shapes_fix import dim_specialized, guard_added
+from .fixes.dynamic_spec import could_be_dynamic
 from .fixes.fake_kernel import missing_fake_kernel
 from .fixes.mismatch_fix import mismatched_fake_kernel
 from .fixes.suppress_fix import unused_ignore
@@ -57,6 +58,7 @@ class CodeInfo:
     breaks_target: bool = field(default=False, kw_only=True)  # the target no longer runs: a fix that brings one breaks it (verify.py)
     one_per_message: bool = field(default=False, kw_only=True)  # findings on one line stay apart when their messages differ (engine.py)
     compile_finding: bool = field(default=False, kw_only=True)  # torch.compile's: a fix passes once none is left, no plain export judges it (verify.py)
+    makes_dynamic: bool = field(default=False, kw_only=True)  # a hint whose fix is verified like a problem's: it claims dimensions dynamic (verify.py)
     passes: str = field(default="export passes ✓", kw_only=True)  # what a verified fix that leaves no problem says (model.Verification.words)
     # its row of the README's table of codes (tools/server_facts.py writes it): what happened, and
     # the fix it offers ("—": none; a code with fixers says what they do)
@@ -393,6 +395,36 @@ _TABLE: tuple[CodeInfo, ...] = (
         offers=(
             "a size ≥ 2 in the example (0/1), a `torch.cond` rewrite of your `if` (both keep the dimension "
             "dynamic); `Dim.STATIC` to say what the program already is"
+        ),
+    ),
+    CodeInfo(
+        "could-be-dynamic",
+        "The exported program is static where torch could keep it dynamic",
+        "torch.export.export passed, but without dynamic_shapes (or with some dimensions left out) "
+        "the program accepts only the example's sizes there, and fails on any other batch or "
+        "sequence length. ExportLens exported once more with Dim.AUTO on every dimension and "
+        "then with named Dims, and found which dimensions stay dynamic, which are one dimension "
+        "shared by several inputs and which are derived from another (2 * batch). The quick fix "
+        "writes that dynamic_shapes into your call, with the Dims declared above it (and a batch "
+        "of 2 in the example where it had 1, which export always specialises); where the script "
+        "ran the model on other inputs first, an alternative makes dynamic exactly what varied.",
+        HINT,
+        EXPORT_PROGRAMMING_MODEL_URL,
+        data=protocol.CouldBeDynamicData,
+        fixers=(could_be_dynamic,),
+        makes_dynamic=True,
+        shows=(
+            "your export passes, but the program accepts only the example's sizes in dimensions torch could keep "
+            "dynamic: ExportLens exported once more with `Dim.AUTO` on every dimension (and with named Dims where "
+            "the program's guards say more than ranges) and names them in your names, shared (`batch` of "
+            '`input_ids` and `attention_mask`) and derived (`2 * batch`); a hint, so CI and "0 problems" are '
+            "unaffected; never on a target with a problem, a compile or trace target (nor an export in a file "
+            "that also calls `torch.compile` or `torch.jit.trace`), or a program already as dynamic as torch allows"
+        ),
+        offers=(
+            "`dynamic_shapes=` written into your call (or completed), `Dim`s declared above it, the example's "
+            "batch of 1 made 2 where that is all that keeps it static; where your script ran the model on other "
+            "inputs first, an alternative that makes dynamic exactly what varied (`torch.export.AdditionalInputs`)"
         ),
     ),
 )

@@ -15,9 +15,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from exportlens import codes
 from exportlens.engine import Engine, FileResult
 from exportlens.fixes import EditError, apply_edits
-from exportlens.model import NOT_CHECKED, OUTCOMES, Diagnostic, Fix, TextEdit
+from exportlens.model import EXPORT_PASSES, NOT_CHECKED, OUTCOMES, Diagnostic, Fix, TextEdit
 from exportlens.verify import breaks_target, helps, problems, same_outputs, verify_result
 
 Reader = Callable[[str], "str | None"]
@@ -42,9 +43,14 @@ class Outcome:
     rounds: int = 0
     steps: list[Step] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # assumption fixes not taken, and why
+    unwritten: list[tuple[str, int, str]] = field(default_factory=list)  # `dynamic`: (file, line, why) of a hint whose spec was not taken
     passes: bool = False
     remaining: list[Diagnostic] = field(default_factory=list)
     stopped: str = ""
+
+    def not_taken(self) -> list[str]:
+        """What was left out, and why: assumption fixes, and could-be-dynamic specs not written."""
+        return self.skipped + [f"{os.path.relpath(f)}:{line}: could-be-dynamic: {why}" for f, line, why in self.unwritten]
 
     def changed(self) -> dict[str, tuple[str, str]]:
         return {p: (self.original[p], t) for p, t in sorted(self.texts.items()) if self.original.get(p) != t}
@@ -101,8 +107,11 @@ def _better(trial: FileResult, base: FileResult, fixes: list[Fix]) -> bool:
     return all(same_outputs(base.facts.get(t.name), trial.facts.get(t.name)) is not False for t in base.targets if t.name in trial.facts)
 
 
-async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bool = False, rounds: int = 5, budget: float = 120.0, jobs: int = 2) -> Outcome:
-    """Fix `path`'s targets until export passes; the result holds the new texts, nothing written."""
+async def make_exportable(
+    engine: Engine, path: str, *, read: Reader, assume: bool = False, rounds: int = 5, budget: float = 120.0, jobs: int = 2, dynamic: bool = False
+) -> Outcome:
+    """Fix `path`'s targets until export passes; the result holds the new texts, nothing written.
+    `dynamic`: then take each could-be-dynamic hint's verified spec too (`exportlens fix --dynamic`)."""
     path = os.path.abspath(path)
     out = Outcome(path)
     texts: dict[str, str] = {}
@@ -166,12 +175,44 @@ async def make_exportable(engine: Engine, path: str, *, read: Reader, assume: bo
         for d, fix in kept:
             status = fix.verification.status if fix.verification else ""
             out.steps.append(Step(fix.title, d.file, d.range.start.line + 1, d.code, status))
+    if dynamic and export_passes(base):
+        texts, base = await _make_dynamic(engine, base, out, texts, current, budget, jobs)
     out.texts = {p: t for p, t in texts.items()}
     for p in out.texts:
         out.original.setdefault(p, read(p) or "")
     out.passes = export_passes(base)
     out.remaining = problems(base.diagnostics)
     return out
+
+
+async def _make_dynamic(
+    engine: Engine, base: FileResult, out: Outcome, texts: dict[str, str], current: Reader, budget: float, jobs: int
+) -> tuple[dict[str, str], FileResult]:
+    """The model exports: take the verified spec of its could-be-dynamic hint (one target's at a time,
+    each only if export still passes with it), as the last step."""
+
+    def reading(p: str) -> str | None:  # the texts as this loop left them (a second target's fix is made on the first's result)
+        return texts[p] if p in texts else current(p)
+
+    for _ in range(len(base.targets)):
+        hints = [d for d in base.diagnostics if codes.record(d.code).makes_dynamic]
+        if not hints:
+            break
+        verifier = await verify_result(engine, base, read=reading, budget=budget, jobs=jobs, overrides=texts)
+        d = hints[0]
+        fix = next((f for f in d.fixes if f.is_preferred and helps(f) and f.verification is not None and f.verification.status == EXPORT_PASSES), None)
+        run = verifier.runs.get(fix.key()) if fix is not None else None
+        single = verifier.texts_for(fix) if fix is not None else "no verified spec"
+        if fix is None or not isinstance(run, FileResult) or isinstance(single, str) or not export_passes(run):
+            from exportlens import fix_registry
+
+            why = "; ".join(fix_registry.refusals_for(d, reading, base.document)[1]) or "no spec that plain export verified"
+            out.unwritten.append((d.file, d.range.start.line + 1, why))
+            break
+        out.rounds += 1
+        out.steps.append(Step(fix.title, d.file, d.range.start.line + 1, d.code, EXPORT_PASSES))
+        texts, base = texts | single, run
+    return texts, base
 
 
 def _order(fix: Fix) -> int:

@@ -104,7 +104,8 @@ class Verification:
     eager outputs on the example inputs equal the original's (None: not compared); `assumes`: the
     condition an assumption fix asserts for every input; `detail`: how it broke / why not checked;
     `keeps_dynamic`: plain export passes with every dimension the original call asked to be dynamic
-    still dynamic (None: not known), `lost` the ones that are not (`x.shape[1]`).
+    still dynamic (None: not known), `lost` the ones that are not (`x.shape[1]`); `made_dynamic`: the
+    dimensions the fixed program has dynamic that the original's had not (a could-be-dynamic fix).
     """
 
     status: str
@@ -115,6 +116,7 @@ class Verification:
     detail: str = ""
     keeps_dynamic: bool | None = None
     lost: tuple[str, ...] = ()
+    made_dynamic: tuple[str, ...] = ()
 
     def words(self, passes: str = "export passes ✓") -> str:
         """The outcome in a few words, as the editor's code actions and the HTML report say it;
@@ -124,6 +126,9 @@ class Verification:
         no_longer = f"{gone} {'is' if len(self.lost) == 1 else 'are'} no longer dynamic"
         if self.status == EXPORT_PASSES and self.lost:
             return f"export passes, but {no_longer}"
+        if self.status == EXPORT_PASSES and self.made_dynamic:
+            n = len(self.made_dynamic)
+            return f"export passes ✓, {n} dimension{'s' if n != 1 else ''} dynamic"
         if self.status == EXPORT_PASSES:
             return passes
         if self.status == FIXES_THIS:
@@ -144,6 +149,8 @@ class Verification:
         if self.keeps_dynamic is not None:
             out["keeps_dynamic"] = self.keeps_dynamic
             out["lost"] = list(self.lost)
+        if self.made_dynamic:
+            out["made_dynamic"] = list(self.made_dynamic)
         return out
 
     @classmethod
@@ -158,6 +165,7 @@ class Verification:
             str(d.get("detail") or ""),
             d.get("keeps_dynamic") if isinstance(d.get("keeps_dynamic"), bool) else None,
             tuple(str(x) for x in d.get("lost") or ()),
+            tuple(str(x) for x in d.get("made_dynamic") or ()),
         )
 
 

@@ -47,6 +47,8 @@ class JobSpec(TypedDict):
     outputs: NotRequired[bool]  # fingerprint each model's eager outputs on its example inputs (fix verification)
     draft: NotRequired[Literal["auto", "always"]]  # "always": draft export also where plain export passes without custom ops
     draft_beside: NotRequired[bool]  # draft export may start in a fork beside plain export (worker/beside.py)
+    dynamic_probe: NotRequired[bool]  # False: no Dim.AUTO probe of a passing export that left dimensions static (worker/dynamic_probe.py)
+    probe_beside: NotRequired[bool]  # set by the zygote when no other job runs: the probe may fork beside plain export
 
 
 class RunRequest(TypedDict):
@@ -407,6 +409,65 @@ class PlainVerdict(TypedDict):
     failure: NotRequired["ExportFailure"]  # a data-dependent guard or a missing fake kernel, in draft export's shape
 
 
+class ProbeLeaf(TypedDict):
+    """One tensor among the call's inputs (`worker/dynamic_probe.Leaf`)."""
+
+    input: str  # the parameter's or keyword's name
+    index: int  # its position among the combined arguments
+    path: list[str | int]  # keys from the input to the tensor; ".name": an attribute of a registered pytree
+    shape: list[int]  # the example's shape, as the user wrote it (a batch of 1 the probe doubled is still 1 here)
+
+
+class ProbeDim(TypedDict):
+    """One dimension of the probe's named spec, in torch's symbols."""
+
+    leaf: int
+    dim: int
+    dynamic: bool  # the final named export kept it dynamic
+    auto: NotRequired[bool]  # an expression no Dim can say: left Dim.AUTO
+    root: NotRequired[str]  # the root Dim (a symbol, `s77`, or torch's suggested root, `_s77`)
+    factor: NotRequired[int]  # factor * root + offset
+    offset: NotRequired[int]
+
+
+class ProbeRange(TypedDict):
+    min: int | None  # None: torch's default (a Dim's 2 in effect)
+    max: int | None  # None: unbounded
+
+
+class NamedProbe(TypedDict):
+    """Plain export with named Dims in the shape the probe found, refined as torch suggested."""
+
+    status: Literal["ok", "failed", "none", "unsupported"]
+    refined: NotRequired[int]
+    dims: NotRequired[list[ProbeDim]]
+    roots: NotRequired[dict[str, ProbeRange]]
+    error: NotRequired[str]
+    calls: NotRequired[int]  # observed: how many other inputs the script called the model on
+    varied: NotRequired[list[list[int]]]  # observed: [leaf, dim] of the dimensions that varied
+
+
+class DynamicProbe(TypedDict):
+    """What the Dim.AUTO probe of a passing, partly static export found (`worker/dynamic_probe.py`)."""
+
+    status: Literal["ok", "failed", "skipped"]
+    seconds: float
+    exports: int
+    beside: NotRequired[bool]  # it ran in a fork beside plain export
+    why: NotRequired[str]
+    error: NotRequired[str]
+    inputs: NotRequired[list[str]]  # the combined arguments' names, in order
+    structure: NotRequired[dict[str, Any]]  # the spec's shape: {"t": leaf} or {"dict"|"list"|"tuple": [[key, sub]]}
+    leaves: NotRequired[list[ProbeLeaf]]
+    auto: NotRequired[list[list[Any]]]  # per leaf, per dim: an int (static), [root, factor, offset], or "expr"
+    ranges: NotRequired[dict[str, ProbeRange]]
+    zero_one: NotRequired[list[int]]  # leaves whose example batch of 1 the probe doubled
+    requested: NotRequired[list[list[int]]]  # [leaf, dim] the user's spec already asks for
+    checked: NotRequired[Literal["auto", "named"]]  # the spec read off the Dim.AUTO program, or exported with named Dims
+    named: NotRequired[NamedProbe]
+    observed: NotRequired[NamedProbe]
+
+
 class DraftCrash(ExceptionInfo):
     """draft_export itself raised inside torch; plain torch.export.export then decided what it means."""
 
@@ -449,6 +510,7 @@ class TargetEvent(TypedDict):
     torch_bug: NotRequired[TorchBug]
     draft_crash: NotRequired[DraftCrash]
     draft_beside: NotRequired[bool]  # draft export ran in a fork beside plain export (worker/beside.py)
+    dynamic_probe: NotRequired[DynamicProbe]  # plain export passed with dimensions static: what Dim.AUTO keeps dynamic
     partial: NotRequired[bool]  # made up by the engine from streamed findings of a stopped job
     unsupported: NotRequired[str]  # "draft_export": this torch cannot run the target (then `torch` says which)
     torch: NotRequired[str]
@@ -654,6 +716,54 @@ class DimSpecializedData(LibraryFacts):
 
 
 FakeKernelRole = Literal["call", "definition", "fake", "target"]
+
+
+class SpecDim(TypedDict):
+    """One dimension the could-be-dynamic fix makes dynamic, in the user's names."""
+
+    leaf: int
+    dim: int
+    spelled: str  # `input_ids.shape[0]`, `batch['extra'][0].shape[1]`
+    size: int  # the example's size there
+    root: str  # the Dim's name (`batch`), or "" for Dim.AUTO
+    factor: int
+    offset: int
+    zero_one: bool  # dynamic only with an example of size 2 or more (the example has 1)
+
+
+class SpecRoot(TypedDict):
+    name: str  # `batch`: the variable and the Dim's name
+    min: int | None
+    max: int | None
+
+
+class SpecChoice(TypedDict):
+    """One spec the fix can write: every dimension torch keeps dynamic, or those that varied."""
+
+    kind: Literal["auto", "observed"]
+    dims: list[SpecDim]
+    roots: list[SpecRoot]
+    calls: NotRequired[int]  # observed: the script's other calls of the model
+
+
+class CouldBeDynamicData(TypedDict):
+    """could-be-dynamic: a passing export whose program is static where torch could keep it dynamic."""
+
+    inputs: list[str]
+    structure: dict[str, Any]
+    leaves: list[ProbeLeaf]
+    requested: list[list[int]]  # [leaf, dim] the user's spec asks for (kept as written)
+    spec: SpecChoice
+    observed: NotRequired[SpecChoice]
+    static: list[str]  # the dimensions that stay static (`images.shape[1]`)
+    export_call: Place
+    module_target: bool  # a module-level `model` / `example_args` target: the fix writes `dynamic_shapes = ...`
+    site: str  # the dimensions it names: the same hint after a fix that made fewer dynamic is another
+    probe_seconds: float
+    probe_exports: int
+    probe_beside: bool
+    placed: Literal["target"]
+    occurrences: NotRequired[int]
 
 
 class FakeKernelData(LibraryFacts):

@@ -59,6 +59,11 @@ def problems(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
     return [d for d in diags if d.problem]
 
 
+def to_verify(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The findings whose fixes are verified: every problem, and the hints whose fix writes a spec."""
+    return [d for d in diags if d.problem or codes.record(d.code).makes_dynamic]
+
+
 def targets_of(d: Diagnostic) -> set[str]:
     return {t for t in d.target.split(", ") if t}
 
@@ -119,6 +124,10 @@ def _target_names(base: list[TargetResult], fixed: list[TargetResult], shifts: d
         shift = shifts.get(where)
         line = shift.line(t.line - 1) if shift is not None else t.line - 1
         moved = by_place.get((t.kind, where, line + 1)) if line is not None else None
+        if moved is None and shift is not None and (region := shift.region(t.line - 1)) is not None:
+            # the fix rewrote the target's own line (a spec added to the call): the one target in what replaced it
+            inside = [name for (kind, p, ln), name in by_place.items() if kind == t.kind and p == where and region[0] <= ln - 1 <= region[1]]
+            moved = inside[0] if len(inside) == 1 else None
         out[t.name] = moved or t.name
     return out
 
@@ -193,11 +202,14 @@ def classify(d: Diagnostic, fix: Fix, base: FileResult, fixed: FileResult, secon
 
     def verdict(status: str, remaining: Iterable[str] = (), detail: str = "", same: bool | None = None) -> Verification:
         keeps, lost = dynamism_kept(d, base, fixed, names) if status in (EXPORT_PASSES, FIXES_THIS) and not codes.record(d.code).compile_finding else (None, ())
-        return Verification(status, tuple(remaining), None if fix.changes_example else same, fix.assumes, seconds, detail, keeps, lost)
+        made = made_dynamic(d, base, fixed, names) if status in (EXPORT_PASSES, FIXES_THIS) else ()
+        return Verification(status, tuple(remaining), None if fix.changes_example else same, fix.assumes, seconds, detail, keeps, lost, made)
 
     if any(t.status == "timeout" for t in ran):
         return verdict(NOT_CHECKED, detail="the run with the fix timed out")
     left = [e for e in problems(fixed.diagnostics) if targets_of(e) & mine or not e.target]
+    if codes.record(d.code).makes_dynamic:  # the hint itself coming back (the same dimensions, or others) is what is left
+        left += [e for e in fixed.diagnostics if e.code == d.code and not e.problem and targets_of(e) & mine]
     same = _outputs_compared(d, base, fixed, names)
     if any(t.status == "crashed" for t in ran):
         return verdict(BREAKS, [e.code for e in left], "the target crashed with the fix applied", same)
@@ -231,11 +243,23 @@ def dynamism_kept(d: Diagnostic, base: FileResult, fixed: FileResult, names: dic
     for t in targets_of(d):
         after = fixed.facts.get(names.get(t, t)) or {}
         asked, still, kept = (base.facts.get(t) or {}).get("requested"), after.get("requested"), after.get("dynamic")
+        if codes.record(d.code).makes_dynamic:  # what the fixed call asks for is what the fix claims
+            asked = list((base.facts.get(t) or {}).get("requested") or []) + [x for x in still or [] if x not in (asked or [])]
         if not asked or (still is None and kept is None):
             continue
         known = True
         lost += [dim for dim in asked if (still is not None and dim not in still or kept is not None and dim not in kept) and dim not in lost]
     return (not lost, tuple(lost)) if known else (None, ())
+
+
+def made_dynamic(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> tuple[str, ...]:
+    """The dimensions the fixed program has dynamic that the original had not (`input_ids.shape[1]`)."""
+    out: list[str] = []
+    for t in targets_of(d):
+        before = set((base.facts.get(t) or {}).get("dynamic") or [])
+        after = (fixed.facts.get(names.get(t, t)) or {}).get("dynamic") or []
+        out += [x for x in after if x not in before and x not in out]
+    return tuple(out)
 
 
 def _outputs_compared(d: Diagnostic, base: FileResult, fixed: FileResult, names: dict[str, str]) -> bool | None:
@@ -386,7 +410,7 @@ async def verify_result(
     """Give every problem of `result` its fixes, verified and ranked (in place)."""
     from exportlens import fix_registry
 
-    items = [(d, fix_registry.fixes_for(d, read, result.document)) for d in problems(result.diagnostics)]
+    items = [(d, fix_registry.fixes_for(d, read, result.document)) for d in to_verify(result.diagnostics)]
     verifier = Verifier(engine, result.path, result, read, budget, jobs, dict(overrides or {}))
     for d, fixes in await verifier.verify([(d, f) for d, f in items if f]):
         d.fixes = fixes

@@ -16,6 +16,7 @@ import { copyWorkspace, findVsix, REPO, RunningCodeServer, sleep, startCodeServe
 import { DRAFT_PROBE, EXPECTED, KINDS, locate, Located, TRUST_PROBE } from './expectations';
 import { finishedRuns, progressInFlight } from '../../extension/lib/events';
 import { verifiedFixScenarios } from './verifiedFixes';
+import { dynamicShapesScenario } from './dynamicShapes';
 import { notebookScenario } from './notebook';
 import { htmlReportScenarios } from './htmlReport';
 import {
@@ -695,7 +696,7 @@ async function main(): Promise<number> {
       }
       if (name === 'trusted') {
         await trustedSession(session.page, session.workspace, session.server.userDataDir, args.only);
-        await verifiedFixScenarios({
+        const fixContext = {
           ...session,
           userDataDir: session.server.userDataDir,
           python: args.python,
@@ -703,7 +704,9 @@ async function main(): Promise<number> {
           screenshot,
           log,
           filter: args.only,
-        });
+        };
+        await verifiedFixScenarios(fixContext);
+        await dynamicShapesScenario(fixContext);
         await notebookScenario(session.page, session.workspace, scenario, args.only);
         await interpreterScenario(session.page, args.python, root, args.only);
       } else {

@@ -138,6 +138,71 @@ async function squigglesOn(page: Page, lines: number[], timeoutMs: number): Prom
   });
 }
 
+/**
+ * The server's one WorkspaceEdit needs confirmation: VS Code shows the refactor preview and changes
+ * nothing until Apply. VS Code lists such changes unticked: tick the file (all its changes), as a
+ * person does, then Apply. `fixed` is what the file must not be before then; `changes` how many
+ * checkboxes the preview shows at least.
+ */
+export async function applyRefactorPreview(
+  ctx: VerifiedFixContext,
+  file: string,
+  fixed: string,
+  changes: number,
+  shot: string,
+): Promise<void> {
+  const { page, screenshot, log } = ctx;
+  const panel = page.locator('.bulk-edit-panel');
+  await panel.waitFor({ state: 'visible', timeout: 300_000 });
+  const apply = panel.locator('.buttons .monaco-button', { hasText: /^Apply$/ }).first();
+  await apply.waitFor({ state: 'visible', timeout: 30_000 });
+  await poll(`${path.basename(file)} in the refactor preview`, 30_000, async () =>
+    (await panel.innerText()).includes(path.basename(file)) ? true : undefined,
+  );
+  if (fs.readFileSync(file, 'utf8') === fixed) {
+    throw new Error('the file changed before the preview was applied');
+  }
+  const boxes = panel.locator('.edit-checkbox');
+  const ticked = (): Promise<boolean[]> => boxes.evaluateAll((els) => els.map((e) => e.classList.contains('checked')));
+  const before = await ticked();
+  log(`     refactor preview: ${before.length} checkboxes, ticked ${JSON.stringify(before)}`);
+  if (before[0] !== true) {
+    await boxes.first().click();
+  }
+  await poll('every change ticked in the refactor preview', 10_000, async () => {
+    const now = await ticked();
+    return now.length >= changes && now.every((t) => t) ? true : undefined;
+  });
+  await screenshot(page, shot);
+  await apply.click();
+  await panel.waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => undefined);
+}
+
+/**
+ * Save the active editor, wait until the disk holds `fixed`, then for the run of the saved file:
+ * its CodeLens says 0 problems, no lens says `gone` (when given), and no squiggle is left (stale
+ * ones would have gone with the edit alone).
+ */
+export async function saveAndSeeNothingLeft(page: Page, file: string, fixed: string, gone?: string): Promise<void> {
+  await page.keyboard.press(`${MOD}+S`);
+  let onDisk = '';
+  await poll('the fixed file saved to disk', 30_000, () => {
+    onDisk = fs.readFileSync(file, 'utf8');
+    return Promise.resolve(onDisk === fixed ? true : undefined);
+  }).catch((e: unknown) => {
+    throw new Error(`${String(e)}; the file is:\n${onDisk}`);
+  });
+  const lenses = page.locator('.editor-group-container.active .monaco-editor .codelens-decoration');
+  let shown = '';
+  await poll('the run of the saved file: no problem, no squiggle', 120_000, async () => {
+    shown = (await lenses.allInnerTexts()).join(' | ');
+    const squiggles = await visibleSquiggles(page);
+    return /\b0 problems\b/.test(shown) && (gone === undefined || !shown.includes(gone)) && squiggles.length === 0 ? true : undefined;
+  }).catch(async (e: unknown) => {
+    throw new Error(`${String(e)}; lenses: ${JSON.stringify(shown)}; squiggles: ${JSON.stringify(await visibleSquiggles(page))}`);
+  });
+}
+
 export async function verifiedFixScenarios(ctx: VerifiedFixContext): Promise<void> {
   const { page, workspace, userDataDir, python, scenario, screenshot, log, filter } = ctx;
 
@@ -223,57 +288,12 @@ export async function verifiedFixScenarios(ctx: VerifiedFixContext): Promise<voi
       const lens = page.locator('.editor-group-container.active .monaco-editor .codelens-decoration', { hasText: 'Make it export' });
       await lens.first().waitFor({ state: 'visible', timeout: 60_000 });
       await runCommand(page, 'ExportLens: Make it export');
-      // The server's one WorkspaceEdit needs confirmation: VS Code shows the refactor preview
-      // and changes nothing until Apply.
-      const panel = page.locator('.bulk-edit-panel');
-      await panel.waitFor({ state: 'visible', timeout: 300_000 });
-      const apply = panel.locator('.buttons .monaco-button', { hasText: /^Apply$/ }).first();
-      await apply.waitFor({ state: 'visible', timeout: 30_000 });
-      await poll(`${TWO_FILE} in the refactor preview`, 30_000, async () =>
-        (await panel.innerText()).includes(path.basename(TWO_FILE)) ? true : undefined,
-      );
-      if (fs.readFileSync(file, 'utf8') === TWO_FIXED) {
-        throw new Error('the file changed before the preview was applied');
-      }
-      // VS Code lists changes that need confirmation unticked: tick the file (all its changes),
-      // as a person does, then Apply.
-      const boxes = panel.locator('.edit-checkbox');
-      const ticked = (): Promise<boolean[]> => boxes.evaluateAll((els) => els.map((e) => e.classList.contains('checked')));
-      const before = await ticked();
-      log(`     refactor preview: ${before.length} checkboxes, ticked ${JSON.stringify(before)}`);
-      if (before[0] !== true) {
-        await boxes.first().click();
-      }
-      await poll('every change ticked in the refactor preview', 10_000, async () => {
-        const now = await ticked();
-        return now.length >= 2 && now.every((t) => t) ? true : undefined;
-      });
-      await screenshot(page, 'make it export refactor preview');
-      await apply.click();
-      await panel.waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => undefined);
+      await applyRefactorPreview(ctx, file, TWO_FIXED, 2, 'make it export refactor preview');
       await openFile(page, TWO_FILE);
       await poll('both fixes in the editor', 30_000, async () =>
         (await editorText(page)).split('torch.cond(').length - 1 === 2 ? true : undefined,
       );
-      await page.keyboard.press(`${MOD}+S`);
-      let onDisk = '';
-      await poll('the fixed file saved to disk', 30_000, () => {
-        onDisk = fs.readFileSync(file, 'utf8');
-        return Promise.resolve(onDisk === TWO_FIXED ? true : undefined);
-      }).catch((e: unknown) => {
-        throw new Error(`${String(e)}; the file is:\n${onDisk}`);
-      });
-      // The run after the save finds nothing: its CodeLens says 0 problems, no "Make it export"
-      // lens is left, and no squiggle (stale ones would have gone with the edit alone).
-      const lenses = page.locator('.editor-group-container.active .monaco-editor .codelens-decoration');
-      let shown = '';
-      await poll('the run of the saved file: no problem, no squiggle', 120_000, async () => {
-        shown = (await lenses.allInnerTexts()).join(' | ');
-        const squiggles = await visibleSquiggles(page);
-        return /\b0 problems\b/.test(shown) && !shown.includes('Make it export') && squiggles.length === 0 ? true : undefined;
-      }).catch(async (e: unknown) => {
-        throw new Error(`${String(e)}; lenses: ${JSON.stringify(shown)}; squiggles: ${JSON.stringify(await visibleSquiggles(page))}`);
-      });
+      await saveAndSeeNothingLeft(page, file, TWO_FIXED, 'Make it export');
       // The file as the workbench wrote it exports outside the editor too: the CLI finds nothing,
       // and a plain torch.export.export (not draft export) of its model succeeds.
       const check = await run(python, ['-m', 'exportlens', 'check', file], workspace, 300_000);

@@ -24,12 +24,13 @@ interface Manifest {
 const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 describe('package.json', () => {
-  it('offers "Check export of this file" and "Run draft export on this file" in notebooks too, "Make it export" on Python files on disk', () => {
+  it('offers "Check export of this file" and "Run draft export on this file" in notebooks too, "Make it export" and "Suggest dynamic shapes" on Python files on disk', () => {
     // In a notebook the palette's context has no Python editor once a cell is left (Escape).
     assert.deepEqual(manifest.contributes.menus.commandPalette, [
       { command: 'exportlens.runOnFile', when: 'editorLangId == python || notebookType == jupyter-notebook' },
       { command: 'exportlens.runDraftExportOnFile', when: 'editorLangId == python || notebookType == jupyter-notebook' },
       { command: 'exportlens.makeItExport', when: 'editorLangId == python && resourceScheme == file' },
+      { command: 'exportlens.suggestDynamicShapes', when: 'editorLangId == python && resourceScheme == file' },
     ]);
   });
 
@@ -43,6 +44,7 @@ describe('package.json', () => {
       'ExportLens: Show output',
       'ExportLens: Save op profiles',
       'ExportLens: Make it export',
+      'ExportLens: Suggest dynamic shapes',
     ]);
     const ids = manifest.contributes.commands.map((c) => c.command);
     // The server's own command ids are registered by the language client; no clash allowed.

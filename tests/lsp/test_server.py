@@ -155,7 +155,9 @@ async def test_quick_fix_apply_save_clears_the_diagnostic(client: LanguageClient
     since = time.monotonic()
     save_doc(client, uri)
     pub = await next_publish(client, uri, since)
-    assert list(pub.diagnostics) == [] and pub.version == 2
+    # the problem is gone; the program that now exports is static where torch could keep it dynamic: a hint, no problem
+    assert spans(pub.diagnostics) == [(14, 0, 14, 18, "could-be-dynamic")] and pub.diagnostics[0].severity == types.DiagnosticSeverity.Hint
+    assert pub.version == 2
 
 
 async def test_outdated_version_is_refused(client: LanguageClient, ws: Path) -> None:

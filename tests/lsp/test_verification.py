@@ -183,7 +183,8 @@ async def test_make_it_export_sends_one_confirmed_edit_and_the_file_exports(clie
     since = time.monotonic()
     save_doc(client, uri)
     pub = await next_publish(client, uri, since)
-    assert list(pub.diagnostics) == []
+    # no problem left; the program that now exports is static in x's length, which torch could keep dynamic: a hint
+    assert spans(pub.diagnostics) == [(20, 0, 20, 18, "could-be-dynamic")] and pub.diagnostics[0].severity == types.DiagnosticSeverity.Hint
 
 
 async def test_make_it_export_declined_changes_nothing_and_says_so(client: LanguageClient, ws: Path) -> None:
@@ -208,3 +209,70 @@ async def test_make_it_export_declined_changes_nothing_and_says_so(client: Langu
         "In a refactor preview, tick the changes before applying them."
     ]
     assert client.docs[uri][1] == before_text and path.read_text() == before_text  # type: ignore[attr-defined]
+
+
+async def test_could_be_dynamic_its_verified_quick_fix_hover_and_suggest_dynamic_shapes(client: LanguageClient, ws: Path) -> None:
+    """The hint of a passing export, its quick fix verified (the dims it made dynamic), the hover, and the
+    "Suggest dynamic shapes" command (make-it-export with `dynamic`): one confirmed edit, after which the
+    file says nothing."""
+    since = time.monotonic()
+    uri = open_doc(client, ws / "dynamic_shapes" / "token_mask.py")
+    pub = await next_publish(client, uri, since)
+    assert spans(pub.diagnostics) == [(25, 0, 25, 68, "could-be-dynamic")]
+    assert pub.diagnostics[0].severity == types.DiagnosticSeverity.Hint
+    ((_, done),) = await wait_for(lambda: verifications(client, uri, "done"), 300, "verification to finish")
+    assert list(field_of(done, "statuses")) == ["export-passes"]
+    actions = await actions_for(client, uri, list(pub.diagnostics))
+    title = (
+        "Write `dynamic_shapes` with every dimension torch keeps dynamic: `batch` (`input_ids.shape[0]`, `attention_mask.shape[0]`); "
+        "`seq` (`input_ids.shape[1]`, `attention_mask.shape[1]`) — export passes ✓, 4 dimensions dynamic"
+    )
+    assert [(a.title, bool(a.is_preferred)) for a in actions][0] == (title, True)
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=25, character=3))),
+        10,
+    )
+    assert hover is not None and "could-be-dynamic" in hover.contents.value  # type: ignore[union-attr]
+    shown = "export passes ✓; dynamic now: `input_ids.shape[0]`, `input_ids.shape[1]`, `attention_mask.shape[0]`, `attention_mask.shape[1]`"
+    assert shown in hover.contents.value  # type: ignore[union-attr]
+    before = len(client.applied_edits)  # type: ignore[attr-defined]
+    answer = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.makeExportable", arguments=[uri, {"dynamic": True}])), 600
+    )
+    assert answer["applied"] is True and answer["passes"] is True and answer["summary"] == "1 round, 1 fix, export passes", answer
+    (sent,) = client.applied_edits[before:]  # type: ignore[attr-defined]
+    (annotation,) = sent.edit.change_annotations.values()
+    assert annotation.needs_confirmation is True and annotation.label == "Suggest dynamic shapes"
+    text = client.docs[uri][1]  # type: ignore[attr-defined]
+    assert text == (ROOT / "tests" / "fixtures" / "fixes" / "dynamic_shapes" / "spec_token_mask.out.py").read_text()
+    since = time.monotonic()
+    save_doc(client, uri)
+    pub = await next_publish(client, uri, since)
+    assert list(pub.diagnostics) == []
+
+
+async def test_suggest_dynamic_shapes_says_why_it_wrote_no_spec(client: LanguageClient, ws: Path) -> None:
+    """The hint stands, but its spec cannot be written (the call's dynamic_shapes is built by a function):
+    "Suggest dynamic shapes" changes nothing and says why, not that every dimension already is dynamic
+    nor that only assumption fixes help."""
+    path = ws / "dynamic_shapes" / "spec_by_a_function.py"
+    path.write_text(
+        "import torch\nfrom torch.export import Dim\n\n\nclass Add(torch.nn.Module):\n    def forward(self, x, y):\n        return x + y\n\n\n"
+        'def spec_for(rows):\n    return {"x": {0: rows}, "y": None}\n\n\n'
+        'torch.export.export(Add(), (torch.randn(3, 2), torch.randn(2)), dynamic_shapes=spec_for(Dim("rows")))\n'
+    )
+    since = time.monotonic()
+    uri = open_doc(client, path)
+    pub = await next_publish(client, uri, since)
+    assert [(d.code, d.range.start.line) for d in pub.diagnostics] == [("could-be-dynamic", 13)]
+    before, shown = len(client.applied_edits), len(client.messages)  # type: ignore[attr-defined]
+    answer = await asyncio.wait_for(
+        client.workspace_execute_command_async(types.ExecuteCommandParams(command="exportlens.makeExportable", arguments=[uri, {"dynamic": True}])), 600
+    )
+    why = "the call's own dynamic_shapes is not a literal this fix can complete; add the Dims by hand"
+    assert answer["applied"] is False and answer["passes"] is True and answer["skipped"] == [], answer
+    assert answer["summary"] == f"0 rounds, 0 fixes, export passes; no dynamic_shapes written: {why}", answer
+    assert [(m.type, m.message) for m in client.messages[shown:]] == [  # type: ignore[attr-defined]
+        (types.MessageType.Info, f"ExportLens: spec_by_a_function.py: 0 rounds, 0 fixes, export passes; no dynamic_shapes written: {why}.")
+    ]
+    assert client.applied_edits[before:] == []  # type: ignore[attr-defined]

@@ -32,6 +32,7 @@ from replay import CASES, load_expected  # noqa: E402
 from exportlens import protocol  # noqa: E402
 from exportlens.codes import CODES  # noqa: E402
 from exportlens.fixes.common import Offer  # noqa: E402
+from exportlens.model import HINT  # noqa: E402
 
 PACKAGE = ROOT / "server" / "exportlens"
 FIXES = PACKAGE / "fixes"
@@ -164,3 +165,11 @@ SHIPPED_PROBLEM = {
 
 def test_the_shipped_codes_keep_whether_they_are_problems() -> None:
     assert {c: CODES[c].problem for c in SHIPPED_PROBLEM if c in CODES} == SHIPPED_PROBLEM
+
+
+def test_could_be_dynamic_is_a_hint_whose_fix_is_verified() -> None:
+    """The hint never fails a check ("0 problems" and CI unaffected), yet its fix is verified by plain
+    export like a problem's; it is the only code whose fix claims dimensions dynamic."""
+    info = CODES["could-be-dynamic"]
+    assert (info.severity, info.problem, info.breaks_target, info.compile_finding) == (HINT, False, False, False)
+    assert [c for c, i in CODES.items() if i.makes_dynamic] == ["could-be-dynamic"]

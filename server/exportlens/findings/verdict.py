@@ -11,7 +11,7 @@ whole story of the Dims), and any data-dependent guard of a target whose plain e
 
 from __future__ import annotations
 
-from exportlens.findings import dynamism
+from exportlens.findings import could_dynamic, dynamism
 from exportlens.findings.context import Context
 from exportlens.findings.errors import draft_crash_diagnostics, exception_diagnostic
 from exportlens.findings.export import data_dependent, export_diagnostics, fake_kernel
@@ -34,7 +34,9 @@ def export_target(ctx: Context, event: TargetEvent, plain: PlainVerdict) -> list
         out += draft_crash_diagnostics(ctx, event)
     if plain["status"] == "failed" and not any(d.severity == ERROR for d in out) and "exception" in plain:
         out.append(exception_diagnostic(ctx, plain["exception"]))  # never "0 problems" while plain export fails
-    return out
+    if any(d.problem for d in out):  # dynamism is for a program that is right: its problems first
+        return out
+    return out + could_dynamic.could_be_dynamic(ctx, event, plain)
 
 
 def plain_findings(ctx: Context, event: TargetEvent, plain: PlainVerdict) -> list[Diagnostic]:

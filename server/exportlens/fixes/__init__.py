@@ -18,6 +18,8 @@ Entry points:
 * ``mismatch_fix(text, file, def_line, reason, real_out)`` — corrects an existing fake kernel.
 * ``refine_range``, ``derive``, ``example_size_fix``, ``static_dims`` — dynamic shapes as torch
   suggests them (``parse_suggested`` reads its "Suggested fixes:" lines), where the user wrote them.
+* ``spec_fix(text, file, call_line, data, choice)`` — a whole ``dynamic_shapes`` of named Dims
+  written into the call, from the could-be-dynamic probe (dynamic_spec.py).
 * ``capture_scalar_outputs_fix``, ``reorderable_logging_fix``, ``compiler_disable_fix``,
   ``drop_dynamic_false_fix`` — torch.compile graph breaks and recompiles (compile_fixes.py).
 * ``apply_edits(text, edits)``, ``apply_fix(texts, fix)``, ``unified_diff(old, new, path)``.
@@ -38,6 +40,7 @@ from .compile_fixes import capture_scalar_outputs_fix, compiler_disable_fix, dro
 from .cond_rewrite import rewrite_if_as_cond
 from .dynamic_shapes_fix import derive, parse_suggested, refine_range, static_dims
 from .dynamic_shapes_fix import example_size as example_size_fix
+from .dynamic_spec import spec_fix
 from .fake_kernel import library_op_params, qualified_name, register_fake_fix, register_fake_in_project_fix
 from .mismatch_fix import mismatch_fix
 
@@ -56,6 +59,7 @@ __all__ = [
     "parse_suggested",
     "refine_range",
     "static_dims",
+    "spec_fix",
     "insert_check",
     "insert_checks",
     "insert_item_check",

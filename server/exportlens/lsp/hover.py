@@ -76,8 +76,10 @@ def _outcome(fix: Fix) -> str:
         words += "; changes the model's outputs on the example inputs"
     if v.lost:
         words += f"; {', '.join(f'`{d}`' for d in v.lost)} no longer dynamic"
-    elif v.keeps_dynamic:
+    elif v.keeps_dynamic and not v.made_dynamic:
         words += "; the dimensions asked to be dynamic stay dynamic"
+    if v.made_dynamic:
+        words += f"; dynamic now: {', '.join(f'`{d}`' for d in v.made_dynamic)}"
     if v.detail and v.status in ("breaks", "not-checked"):
         words += f" ({_cell(v.detail)[:160]})"
     return f"{words} ({v.seconds:.1f} s)" if v.status != "not-checked" else words

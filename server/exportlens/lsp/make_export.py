@@ -1,4 +1,5 @@
-"""The `exportlens.makeExportable` command: "make it export" on the editor's texts.
+"""The `exportlens.makeExportable` command: "make it export" on the editor's texts (and, with
+`{"dynamic": true}`, "Suggest dynamic shapes": then the could-be-dynamic hint's verified spec).
 
 Runs the fix loop (`exportlens.make_exportable`) on the open documents' texts (the disk's for
 files that are not open), then sends the result as ONE WorkspaceEdit across every touched file.
@@ -77,9 +78,16 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         return {"applied": False, "passes": False, "reason": "not a Python file"}
     options = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
     assume = bool(options.get("assume", False))
+    dynamic = bool(options.get("dynamic", False))  # "Suggest dynamic shapes": then the could-be-dynamic spec too
     with ls.runs.gate.foreground():  # somebody waits for this: verification stops until it is done
-        outcome = await make_exportable(ls.runs.engines.current(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1)
+        outcome = await make_exportable(
+            ls.runs.engines.current(), path, read=ls.actions.read, assume=assume, budget=ls.settings.verify_budget_seconds, jobs=1, dynamic=dynamic
+        )
     summary = outcome.summary()
+    if dynamic and outcome.unwritten:  # a hint whose spec this fix cannot write (the user's spec is not a literal, ...)
+        summary += "; no dynamic_shapes written: " + "; ".join(why for _, _, why in outcome.unwritten)
+    elif dynamic and outcome.passes and not any(s.code == "could-be-dynamic" for s in outcome.steps):
+        summary += "; every dimension torch can keep dynamic already is (or a batch of 1 is all that keeps one static)"
     answer: dict[str, Any] = {
         "passes": outcome.passes,
         "rounds": outcome.rounds,
@@ -94,7 +102,7 @@ async def run_make_exportable(ls: Any, args: tuple[Any, ...]) -> dict[str, Any]:
         hint = " (only assumption fixes help: run it again and include assumptions)" if outcome.skipped else ""
         tell(f"ExportLens: {os.path.basename(path)}: {summary}{hint}.", types.MessageType.Info if outcome.passes else types.MessageType.Warning)
         return answer | {"applied": False}
-    edit = workspace_edit(ls, changed, "Make it export", summary)
+    edit = workspace_edit(ls, changed, "Suggest dynamic shapes" if dynamic else "Make it export", summary)
     result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=f"ExportLens: {summary}"))
     answer["applied"] = bool(result.applied)
     if not result.applied:

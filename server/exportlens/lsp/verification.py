@@ -95,9 +95,9 @@ class FixVerification:
         s = self.ls.settings
         if s.verify_fixes != VERIFY_ON or not getattr(self.ls, "trusted", True):
             return
-        from exportlens.verify import problems
+        from exportlens.verify import to_verify
 
-        if not problems(diagnostics):
+        if not to_verify(diagnostics):
             return
         self.covers[owner] = {owner} | {p for p in texts} | {place(d.file, d.cell) for d in diagnostics}
         self.waiting[owner] = _Run(owner, list(diagnostics), dict(texts), doc)
@@ -167,7 +167,7 @@ class FixVerification:
 
     async def _verify(self, run: _Run, budget: float) -> None:
         from exportlens import fix_registry
-        from exportlens.verify import Verifier, problems
+        from exportlens.verify import Verifier, to_verify
 
         BACKGROUND.set(run.work)  # this task's jobs (and its subtasks') are background work
         owner, diagnostics, texts, doc, engine = run.owner, run.diagnostics, run.texts, run.doc, run.engine
@@ -180,7 +180,7 @@ class FixVerification:
             return known[path] if path in known else fix_registry.read_disk(path)
 
         def fixes_of_each() -> list[tuple[Diagnostic, list[Fix]]]:
-            return [(d, f) for d in problems(diagnostics) if (f := fix_registry.fixes_for(d, read, doc))]
+            return [(d, f) for d in to_verify(diagnostics) if (f := fix_registry.fixes_for(d, read, doc))]
 
         items = await asyncio.to_thread(fixes_of_each)  # parsing and rewriting files: not on the event loop
         count = len({f.key() for _, fixes in items for f in fixes})

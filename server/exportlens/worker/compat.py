@@ -209,12 +209,37 @@ def source_name(source: Any) -> str:
     return str(name() if callable(name) else name)
 
 
+def additional_inputs(export_module: Any) -> Any:
+    """`torch.export.AdditionalInputs` (infers dynamic dimensions from several real inputs), or None.
+
+    Needed by a torch without the class (or with another shape of it): 2.13.0 and 2.14.1 have it with
+    `add(args, kwargs)` and `dynamic_shapes(m, args, kwargs)` (measured, docs/torch-facts.md §10);
+    2.8 was not measured here. Without it the script's calls of the model are not observed and the
+    could-be-dynamic hint offers no "what varied" alternative; its Dim.AUTO fix is unaffected.
+    """
+    cls = getattr(export_module, "AdditionalInputs", None)
+    return cls if isinstance(cls, type) and callable(getattr(cls, "dynamic_shapes", None)) and callable(getattr(cls, "add", None)) else None
+
+
+def input_guards(ep: Any) -> list[str] | None:
+    """The exported program's input guards that are not ranges, as torch's Python code
+    (`(L['x'].size()[1]*L['x'].size()[0]) == 12`), checked when its module is called.
+
+    Needed by a torch whose `ExportedProgram` has no `_guards_code` (2.13.0 and 2.14.1 have it,
+    measured; 2.8 not measured; docs/torch-facts.md §10): there the could-be-dynamic probe cannot
+    tell a dimension tied by such a guard (None), and checks its spec by a second export instead.
+    """
+    code = getattr(ep, "_guards_code", None)
+    return [str(g) for g in code] if isinstance(code, (list, tuple)) else None
+
+
 def probe(torch: Any) -> dict[str, Any]:
     """What the worker found in this torch, for the `ready` event (the server and logs read it)."""
     draft = draft_export(getattr(torch, "export", None))
     out: dict[str, Any] = {"draft_export": draft is not None, "minimum": MINIMUM_TORCH}
     if draft is not None:
         out["prefer_deferred_runtime_asserts"] = accepts(draft, "prefer_deferred_runtime_asserts_over_guards")
+        out["additional_inputs"] = additional_inputs(torch.export) is not None
         try:
             from torch.fx.experimental import symbolic_shapes
 

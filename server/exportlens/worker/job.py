@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from exportlens.worker import beside, capture, compat, compile_watch, dependencies, overlay, plain, stacks, trace_watch
+from exportlens.worker import beside, capture, compat, compile_watch, dependencies, dynamic_probe, overlay, plain, stacks, trace_watch
 
 Emit = Callable[[dict[str, Any]], None]
 DRAFT_GOES_PAST = ("constraint", "data-dependent", "missing-fake-kernel")  # plain export's failures draft export continues after
@@ -46,6 +46,9 @@ class Recorder:
         self.outputs = False  # fingerprint the eager outputs (fix verification compares them)
         self.draft = "auto"  # "always": draft export runs even where plain export passes without custom ops
         self.beside = False  # draft export may run in a fork beside plain export (beside.py)
+        self.probe = False  # a passing export that left dimensions static is probed with Dim.AUTO (dynamic_probe.py)
+        self.probe_beside = False  # ... in a fork beside plain export
+        self.observer: dynamic_probe.Observer | None = None  # the model's calls before its export
         self.count = 0
         self._active = False
         self.floats: list[dict[str, Any]] = []  # where each unbacked float symbol came from, in order
@@ -53,6 +56,9 @@ class Recorder:
         self._draft = compat.draft_export(torch.export)
 
     def install(self) -> None:
+        if self.probe and compat.additional_inputs(torch.export) is not None:
+            self.observer = dynamic_probe.Observer(lambda: self._active)
+            self.observer.install()
         torch.export.export = self._record  # type: ignore[assignment]
         torch.export.draft_export = self._record  # type: ignore[assignment]
         self._wrap_define()
@@ -211,7 +217,7 @@ class Recorder:
         suffix = "" if self.count <= 1 else f".{line}"
         return _save_profiles_to(ep, f"{stem}{suffix}.op_profiles.yaml")
 
-    def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None, reraise: bool = True, **options: Any) -> Any:
+    def run(self, name: str, file: str, line: int, mod: Any, args: Any, kwargs: Any = None, reraise: bool = True, probe: bool = True, **options: Any) -> Any:
         """The user's own export first, then draft export where it can add something; emit the target.
 
         Plain `torch.export.export` with the user's exact call decides (docs/torch-facts.md §9). It
@@ -232,13 +238,19 @@ class Recorder:
         self.floats.clear()
         # a module's or factory's target (no script goes on with the program) may have draft export beside
         fork = beside.Beside.start(functools.partial(self._draft_in_fork, head, mod, args, kwargs, options)) if self.beside and not reraise else None
+        probing = probe and self.probe and dynamic_probe.wanted(options)
+        # the probe only needs JSON back, so a script's own call may have it beside too
+        probe_fork = (
+            beside.Beside.start(functools.partial(self._probe_in_fork, mod, args, kwargs, options)) if probing and fork is None and self.probe_beside else None
+        )
         self._active = True
         try:
             verdict = plain.run(self._export, mod, args, kwargs, compat.export_options(self._export, options), self.defines)
         except SystemExit as exc:  # the model itself called sys.exit(): the export never finished
             self._active = False
-            if fork is not None:
-                fork.kill()
+            for started_fork in (fork, probe_fork):
+                if started_fork is not None:
+                    started_fork.kill()
             why = f"the model called sys.exit({exc.code!r}) during the export, so it never finished"
             self.emit({"event": "target", **head, "seconds": time.perf_counter() - started, "exception": capture.exception_info(exc), "target_error": why})
             self.reported.add(id(exc))
@@ -279,6 +291,9 @@ class Recorder:
                 draft_ep = self._draft_run(event, head, mod, args, kwargs, draft_options, plain_ok=verdict.ok)
                 ep = ep if ep is not None else draft_ep
         event["seconds"] = time.perf_counter() - started
+        found = self._probe(verdict, probe_fork, mod, args, kwargs, options) if probing else None
+        if found is not None:
+            event["dynamic_probe"] = found
         event.update(self._eager(mod, args, kwargs))
         self.emit(event)
         if ep is None and verdict.exc is not None:
@@ -286,6 +301,30 @@ class Recorder:
             if reraise:
                 raise verdict.exc from None
         return ep
+
+    def _probe(self, verdict: plain.Verdict, fork: beside.Beside | None, mod: Any, args: Any, kwargs: Any, options: dict[str, Any]) -> dict[str, Any] | None:
+        """The Dim.AUTO probe of a passing export that left a dimension static (from the fork beside
+        plain export when there is one), else None; never changes what the user's export did."""
+        # a program with a problem to fix first (a requested dimension it fixed, a custom op draft export checks) is not probed
+        if not verdict.ok or verdict.custom_ops or verdict.json.get("specialized") or dynamic_probe.all_dynamic(verdict.ep, args, kwargs):
+            if fork is not None:
+                fork.kill()
+            return None
+        taken = fork.take() if fork is not None else None
+        if taken is not None and isinstance(taken["event"].get("dynamic_probe"), dict):
+            return {**taken["event"]["dynamic_probe"], "beside": True}
+        event: dict[str, Any] = {}
+        self._probe_in_fork(mod, args, kwargs, options, self.emit, event)
+        return event.get("dynamic_probe")
+
+    def _probe_in_fork(self, mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]) -> None:
+        """The probe (`dynamic_probe.run`), here or in the fork beside plain export: its result into `event`."""
+        observed = self.observer.of(mod, args, kwargs) if self.observer is not None else []
+        self._active = True
+        try:
+            event["dynamic_probe"] = dynamic_probe.run(self._export, mod, args, kwargs, compat.export_options(self._export, options), observed)
+        finally:
+            self._active = False
 
     def _draft_in_fork(self, head: dict[str, Any], mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]) -> None:
         """Draft export in the fork beside plain export (`beside.py`): what it emits is buffered there."""
@@ -341,11 +380,14 @@ class Recorder:
         """The model run eagerly on its example inputs: a fingerprint of what it returned or raised."""
         if not self.outputs:
             return {}
+        self._active = True  # not one of the script's own calls (dynamic_probe.Observer)
         try:
             with torch.no_grad():
                 return {"outputs": capture.fingerprint(mod(*args, **(kwargs or {})))}
         except Exception as exc:
             return {"outputs_error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]}
+        finally:
+            self._active = False
 
 
 def _first_line(exc: BaseException | None) -> str:
@@ -420,7 +462,7 @@ def _from_spec(spec: Any) -> dict[str, Any]:
     )
 
 
-def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, Any], emit: Emit) -> None:
+def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, Any], emit: Emit, *, probe: bool = True) -> None:
     model = spec.get("model")
     args = spec.get("example_args", ())
     if not _is_module(model):
@@ -436,6 +478,7 @@ def _run_spec(rec: Recorder, name: str, file: str, line: int, spec: dict[str, An
         args,
         spec.get("example_kwargs"),
         reraise=False,
+        probe=probe,
         dynamic_shapes=spec.get("dynamic_shapes"),
         strict=bool(spec.get("strict", False)),
     )
@@ -487,6 +530,9 @@ def _run(request: dict[str, Any], emit: Emit) -> None:
     rec.draft = str(request.get("draft") or "auto")
     # beside plain export only where nothing else would write to the events (watches, profiles) and a core is free
     rec.beside = bool(request.get("draft_beside")) and not (request.get("compile") or request.get("trace") or rec.save_profiles) and beside.cores() >= 2
+    # the probe is for export targets alone: a compile or trace job's module calls are not watched
+    rec.probe = bool(request.get("dynamic_probe", True)) and not (request.get("compile") or request.get("trace"))
+    rec.probe_beside = rec.probe and bool(request.get("probe_beside")) and not rec.save_profiles and beside.cores() >= 2
     rec.install()
     if request.get("compile"):
         compile_watch.install(emit, root, str(request.get("compile_backend") or "eager"))
@@ -542,14 +588,14 @@ def _run(request: dict[str, Any], emit: Emit) -> None:
             _target_error(emit, name, file, line, f"no callable named '{factory}' in {os.path.basename(file)}")
             continue
         emit({"event": "phase", "phase": "building the model", "target": name})  # the factory runs the user's code
-        _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit)
+        _safe_spec(rec, name, file, line, functools.partial(_call_factory, fn), emit, probe=False)  # no call of the user's to edit
 
 
 def _call_factory(fn: Callable[[], Any]) -> dict[str, Any]:
     return _from_spec(fn())
 
 
-def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[], dict[str, Any]], emit: Emit) -> None:
+def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[], dict[str, Any]], emit: Emit, *, probe: bool = True) -> None:
     started = time.perf_counter()
     try:
         spec = make()
@@ -558,4 +604,4 @@ def _safe_spec(rec: Recorder, name: str, file: str, line: int, make: Callable[[]
             raise
         _target_error(emit, name, file, line, "building the target raised", started=started, exc=exc)
         return
-    _run_spec(rec, name, file, line, spec, emit)
+    _run_spec(rec, name, file, line, spec, emit, probe=probe)

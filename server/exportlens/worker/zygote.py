@@ -414,6 +414,9 @@ class Zygote:
         timeout = float(request["timeout"])  # the client always sends it (`RunRequest.timeout`); `_handle` checked it
         memory_mb = int(request.get("memory_mb") or 0)
         background = bool(request.get("background"))
+        if not background and not any(not c.reported for c in self.children.values()) and isinstance(request.get("job"), dict):
+            # no other job runs: the could-be-dynamic probe may take the other core beside plain export (dynamic_probe.py)
+            request = {**request, "job": {"probe_beside": True, **request["job"]}}  # unless the job says otherwise (bench/dynamic_probe.py)
         spare = None if background else self._take_spare()  # the warm spares are for jobs somebody waits for
         if spare is not None:
             try:
@@ -443,7 +446,7 @@ class Zygote:
             proc.stdin.close()
             child = Child(request["id"], proc.pid, proc.stdout.fileno(), time.monotonic() + timeout, jobdir, memory_mb, proc=proc)
         child.background = background
-        child.cores = 2 if request.get("job", {}).get("draft_beside") else 1
+        child.cores = 2 if request.get("job", {}).get("draft_beside") or request.get("job", {}).get("probe_beside") else 1
         self.served_warm = self.served_warm or spare is not None
         os.set_blocking(child.fd, False)
         self.children[child.fd] = child
