@@ -60,8 +60,7 @@ async def once(engine: Engine, path: Path, extra: dict[str, Any]) -> tuple[float
         seconds = time.perf_counter() - started
     finally:
         restore(engine)
-    hints = [d for d in result.diagnostics if d.code == "could-be-dynamic"]
-    facts = hints[0].data if hints else {}
+    facts = next((f["probe"] for f in result.facts.values() if "probe" in f), {})
     return seconds, [d.code for d in result.diagnostics], facts
 
 
@@ -82,8 +81,8 @@ async def main() -> None:
                 times[way].append(seconds)
                 codes[way] = found
                 if facts:
-                    probe[way].append(float(facts["probe_seconds"]))
-                    beside_seen[way] = bool(facts.get("probe_beside"))
+                    probe[way].append(float(facts["seconds"]))
+                    beside_seen[way] = bool(facts.get("beside"))
         alone = statistics.median(times["check alone"])
         print(f"  {path.relative_to(ROOT)}, warm, median of {REPEATS} [{load()}]:")
         for way in WAYS:

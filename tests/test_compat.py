@@ -120,7 +120,7 @@ def test_additional_inputs_and_input_guards_are_probed_by_feature() -> None:
     assert compat.additional_inputs(WithIt) is WithIt.AdditionalInputs
     assert compat.additional_inputs(object()) is None
     assert compat.input_guards(Program()) == ["(L['x'].size()[1]*L['x'].size()[0]) == 12"]
-    assert compat.input_guards(object()) == []
+    assert compat.input_guards(object()) is None  # not known: the probe checks its spec by a second export
 
 
 @pytest.mark.parametrize(

@@ -107,7 +107,7 @@ def test_user_state_is_not_shared_between_jobs(fast_engine: SyncEngine, project:
     )
     for _ in range(2):
         result = fast_engine.check(path)
-        assert result.diagnostics == [] and [t.status for t in result.targets] == ["ok"]
+        assert [d.code for d in result.diagnostics] == ["could-be-dynamic"] and [t.status for t in result.targets] == ["ok"]  # x's length: a hint
 
 
 def test_zygote_restarts_after_it_dies(project: Path) -> None:
@@ -131,7 +131,8 @@ def test_big_parallel_ops_in_a_job_do_not_hang(fast_engine: SyncEngine, project:
     )
     for _ in range(2):
         result = fast_engine.check(path)
-        assert [t.status for t in result.targets] == ["ok"] and result.diagnostics == []
+        # x's square size could be dynamic (a hint): the probe's fork after the job's OpenMP pool does not hang either
+        assert [t.status for t in result.targets] == ["ok"] and [d.code for d in result.diagnostics] == ["could-be-dynamic"]
 
 
 def test_spawn_fallback_where_fork_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -124,7 +124,8 @@ def test_a_setsid_grandchild_holding_the_pipe_neither_hangs_the_worker_nor_survi
     eng = SyncEngine(EngineSettings(timeout=30, memory_mb=2048))
     try:
         result = eng.call(eng.engine.check_file(str(path)), timeout=120)
-        assert [t.status for t in result.targets] == ["ok"] and result.diagnostics == []
+        # x's length could be dynamic (a hint): the probe, forked beside plain export, did not hang either
+        assert [t.status for t in result.targets] == ["ok"] and [d.code for d in result.diagnostics] == ["could-be-dynamic"]
         # the zygote still answers: the next job is not stuck behind the grandchild's pipe
         assert spans(eng.call(eng.engine.check_file(str(EXAMPLES / "data_dependent/item_branch.py")), timeout=120)) == [
             ("item_branch.py", 8, 11, 8, 16, "data-dependent-guard")

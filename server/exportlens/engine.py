@@ -658,6 +658,8 @@ class _Fold:
         if (plain := event.get("plain")) is not None:
             facts["requested"] = [d["spelled"] for d in plain.get("requested") or []]
             facts["dynamic"] = plain.get("dynamic")
+        if isinstance(probe := event.get("dynamic_probe"), dict):  # what the could-be-dynamic probe cost: the run's, not the finding's
+            facts["probe"] = {"seconds": float(probe.get("seconds") or 0.0), "exports": int(probe.get("exports") or 0), "beside": bool(probe.get("beside"))}
         if facts:
             self.result.facts[tr.name] = facts
         if saved := event.get("op_profiles"):

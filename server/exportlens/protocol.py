@@ -759,9 +759,6 @@ class CouldBeDynamicData(TypedDict):
     export_call: Place
     module_target: bool  # a module-level `model` / `example_args` target: the fix writes `dynamic_shapes = ...`
     site: str  # the dimensions it names: the same hint after a fix that made fewer dynamic is another
-    probe_seconds: float
-    probe_exports: int
-    probe_beside: bool
     placed: Literal["target"]
     occurrences: NotRequired[int]
 

@@ -57,4 +57,5 @@ def test_neovim_open_fix_save(tmp_path: Path) -> None:
     assert out["diagnostic"] == {"lnum": 8, "col": 11, "end_lnum": 8, "end_col": 16, "code": "data-dependent-guard"}
     assert out["action"] == "Add `torch._check(n > 2)` — assumes `n > 2` for every input; inputs with n ≤ 2 will raise"
     assert out["steps"] == ["diagnostics", "code action", "resolved", "applied", "cleared"]
+    assert out["left"] == ["could-be-dynamic"]  # the model exports: n's tensor could have a dynamic length, a hint
     assert "torch._check(n > 2)" in target.read_text()

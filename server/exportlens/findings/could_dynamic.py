@@ -42,9 +42,6 @@ def could_be_dynamic(ctx: Context, event: TargetEvent, plain: PlainVerdict) -> l
         "export_call": {"file": ctx.target_file, "line": ctx.target_line},
         "module_target": not ctx.target.startswith("export at "),
         "site": "could-be-dynamic " + ", ".join(sorted(d["spelled"] for d in spec["dims"])),
-        "probe_seconds": float(probe.get("seconds") or 0.0),
-        "probe_exports": int(probe.get("exports") or 0),
-        "probe_beside": bool(probe.get("beside")),
         "placed": "target",
     }
     if observed is not None:

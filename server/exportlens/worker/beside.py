@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 from collections.abc import Callable
@@ -64,13 +65,10 @@ class Beside:
     def take(self) -> dict[str, Any] | None:
         """Wait for the fork's result: {"event": fields, "emitted": [events]}, or None
         when it died without one (the caller then runs draft export itself)."""
-        chunks = []
         try:
-            while chunk := os.read(self.fd, 1 << 20):
-                chunks.append(chunk)
+            chunks = _read_until_exit(self.fd, self.pid)
         finally:
             os.close(self.fd)
-            _reap(self.pid)
         try:
             result = json.loads(b"".join(chunks))
         except ValueError:
@@ -119,6 +117,37 @@ def _flush_output() -> None:
             stream.flush()
         except Exception:
             pass
+
+
+def _read_until_exit(fd: int, pid: int) -> list[bytes]:
+    """What the fork wrote, read until it exited (not until the pipe's end: a process the model
+    forked inherits the pipe and may hold it open for as long as it lives, tests/test_process_tree.py).
+    The fork exits only after its last write was read (a pipe holds 64 KB), so once it is reaped
+    what is left in the pipe is all of it."""
+    chunks: list[bytes] = []
+    os.set_blocking(fd, False)
+    exited = False
+    while True:
+        if not exited:
+            select.select([fd], [], [], 0.05)
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            if exited:
+                return chunks
+            exited = _exited(pid)
+            continue
+        if not chunk:  # every writer closed it
+            _reap(pid)
+            return chunks
+        chunks.append(chunk)
+
+
+def _exited(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
 
 
 def _reap(pid: int) -> None:

@@ -313,12 +313,23 @@ class Recorder:
         taken = fork.take() if fork is not None else None
         if taken is not None and isinstance(taken["event"].get("dynamic_probe"), dict):
             return {**taken["event"]["dynamic_probe"], "beside": True}
-        event: dict[str, Any] = {}
-        self._probe_in_fork(mod, args, kwargs, options, self.emit, event)
+        # after the user's export, still in a fork: what the probe's exports leave in torch's caches
+        # must not reach the script's next export (nor theirs the probe: `_probe_in_fork`)
+        after = beside.Beside.start(functools.partial(self._probe_in_fork, mod, args, kwargs, options))
+        taken = after.take() if after is not None else None
+        if taken is not None and isinstance(taken["event"].get("dynamic_probe"), dict):
+            return dict(taken["event"]["dynamic_probe"])
+        event: dict[str, Any] = {}  # no fork here, or it died: in this process, as a last resort
+        self._probe_in_fork(mod, args, kwargs, options, self.emit, event, forked=False)
         return event.get("dynamic_probe")
 
-    def _probe_in_fork(self, mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any]) -> None:
-        """The probe (`dynamic_probe.run`), here or in the fork beside plain export: its result into `event`."""
+    def _probe_in_fork(self, mod: Any, args: Any, kwargs: Any, options: dict[str, Any], emit: Emit, event: dict[str, Any], forked: bool = True) -> None:
+        """The probe (`dynamic_probe.run`) in a fork, beside plain export or after it: its result into
+        `event`. The fork starts from no dynamo cache: an export run before it in this process (the
+        user's own, draft export) leaves traces of `torch.cond`'s branches specialised to the example's
+        sizes, which Dim.AUTO would reuse and report as static (examples/draft_crash/cond_operands.py)."""
+        if forked:
+            torch._dynamo.reset()
         observed = self.observer.of(mod, args, kwargs) if self.observer is not None else []
         self._active = True
         try:
