@@ -154,10 +154,6 @@ SILENT = {
         "import torch\n\n\nclass M(torch.nn.Module):\n    def forward(self, x):\n        return x.reshape(12) + torch.arange(12)\n\n\n"
         "torch.export.export(M(), (torch.randn(3, 4),))\n"
     ),
-    "only_a_batch_of_one": (
-        "import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(4, 2)\n\n"
-        "    def forward(self, x):\n        return self.fc(x)\n\n\ntorch.export.export(M(), (torch.randn(1, 4),))\n"
-    ),
     "compiled": ("import torch\n\n\ndef f(x):\n    return x * 2\n\n\ncompiled = torch.compile(f, backend='eager')\ncompiled(torch.randn(3, 4))\n"),
     # a file that also calls torch.compile is not probed: the probe (and its observer of the model's calls) stays out of a compile watch's run
     "exported_beside_compile": (
@@ -177,8 +173,8 @@ SILENT = {
 
 @pytest.mark.parametrize("name", sorted(SILENT))
 def test_no_hint_where_there_is_nothing_to_gain(engine: SyncEngine, project: Path, name: str) -> None:
-    """As dynamic as torch allows, static because the code is, a batch of 1 alone, compile and trace
-    targets, a model whose export fails: no could-be-dynamic."""
+    """As dynamic as torch allows, static because the code is, compile and trace targets, a model whose
+    export fails: no could-be-dynamic."""
     path = project / f"{name}.py"
     path.write_text(SILENT[name], encoding="utf-8")
     result = engine.check(path)
@@ -187,6 +183,40 @@ def test_no_hint_where_there_is_nothing_to_gain(engine: SyncEngine, project: Pat
         assert [d.code for d in result.diagnostics] == ["data-dependent-guard"]
     if name == "exported_beside_compile":
         assert sorted((t.kind, t.status) for t in result.targets) == [("compile", "ok"), ("export", "ok")] and result.diagnostics == []
+
+
+BATCH_OF_ONE = (
+    "import torch\n\n\nclass M(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(4, 2)\n\n"
+    "    def forward(self, x):\n        return self.fc(x)\n\n\ntorch.export.export(M(), (torch.randn(1, 4),))\n"
+)
+
+
+def test_a_batch_of_one_alone_is_told_and_its_fix_gives_the_example_two(engine: SyncEngine, project: Path) -> None:
+    """The most common static export: an MLP exported with a batch of 1. Export always specialises a
+    size of 1 (docs/torch-facts.md §9), so the program takes batch 1 only; the hint says so, and its fix
+    gives the example a batch of 2 along with the spec, verified by plain export."""
+    path = project / "one.py"
+    path.write_text(BATCH_OF_ONE, encoding="utf-8")
+    d, _ = hint_of(engine, path)
+    assert d.message.startswith("torch.export.export passes, but the program accepts only the example's sizes (`x.shape[0]` = 1).")
+    assert "(`x.shape[0]` only with an example of size 2 or more there: export specialises sizes 0 and 1)" in d.message, d.message
+    assert "Static: `x.shape[1]` (the code fixes it)." in d.message
+    (fix,) = registry.fixes_for(d)
+    fixed = apply_edits(BATCH_OF_ONE, fix.edits, validate=True)
+    assert fixed.endswith('batch = Dim("batch")\ntorch.export.export(M(), (torch.randn(2, 4),), dynamic_shapes={"x": {0: batch}})\n'), fixed
+    assert fixed.startswith("import torch\nfrom torch.export import Dim\n\n\nclass M")
+    result = engine.check(path)
+    engine.call(verify.verify_result(engine.engine, result, read=registry.read_disk))
+    (hint,) = result.diagnostics
+    (verified,) = hint.fixes
+    assert verified.verification is not None and verified.verification.status == "export-passes"
+    assert verified.verification.made_dynamic == ("x.shape[0]",)
+    assert engine.check(path, text=fixed).diagnostics == []
+    out = project / "one_fixed.py"
+    out.write_text(fixed, encoding="utf-8")
+    (entry,) = symbols(out).values()
+    batch, width = entry["shapes"]["x"]  # type: ignore[index,misc]
+    assert batch.startswith("s") and width == "4"
 
 
 def test_the_hint_keeps_the_users_own_dims_and_completes_them(engine: SyncEngine, project: Path) -> None:

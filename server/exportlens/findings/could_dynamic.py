@@ -23,8 +23,8 @@ def could_be_dynamic(ctx: Context, event: TargetEvent, plain: PlainVerdict) -> l
     if plain.get("status") != "ok" or probe is None or probe.get("status") != "ok":
         return []
     spec = dynamic_spec.choose(probe, probe.get("named") or {"status": "none"}, "auto")
-    if spec is None or all(d["zero_one"] for d in spec["dims"]):
-        return []  # nothing, or only a batch the example has as 1: the program is as the example asks
+    if spec is None:
+        return []  # nothing torch could keep dynamic (a batch the example has as 1 is told: the fix makes it 2)
     observed = dynamic_spec.choose(probe, probe["observed"], "observed") if probe.get("observed") else None
     leaves = probe.get("leaves") or []
     made = {(d["leaf"], d["dim"]) for d in spec["dims"]}
