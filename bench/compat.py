@@ -45,6 +45,7 @@ KNOWN: dict[tuple[str, str, int, str, str], str] = {
         ("draft_crash/item_index.py", 11, "data-dependent-guard", "missing"),
         ("draft_crash/item_index.py", 10, "data-dependent-guard", "extra"),
         ("draft_crash/item_pick.py", 15, "draft-export-crashed", "missing"),
+        ("draft_crash/item_pick.py", 15, "could-be-dynamic", "missing"),  # a failing export gets no hint
         ("draft_crash/item_pick.py", 11, "data-dependent-guard", "extra"),
     )
 }

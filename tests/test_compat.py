@@ -123,6 +123,24 @@ def test_additional_inputs_and_input_guards_are_probed_by_feature() -> None:
     assert compat.input_guards(object()) is None  # not known: the probe checks its spec by a second export
 
 
+def test_index_bounds_are_not_input_guards() -> None:
+    """torch 2.10.0's `_guards_code` for examples/dynamic_shapes/conv_net.py with named Dims on the
+    batch, the height and the width (measured): three int32 indexing bounds, which read as a tie of
+    the height and the width made the hint call them static there. They bound, they do not tie."""
+
+    class Program:
+        _guards_code = [
+            "3*L['images'].size()[2]*L['images'].size()[3] <= 2147483647",
+            "8*L['images'].size()[2]*L['images'].size()[3] <= 2147483647",
+            "16*L['images'].size()[2]*L['images'].size()[3] <= 2147483647",
+            "L['x'].size()[0]*L['x'].size()[1] <= 9223372036854775807",
+            "(L['x'].size()[1]*L['x'].size()[0]) == 12",
+            "L['x'].size()[0] <= 64",
+        ]
+
+    assert compat.input_guards(Program()) == ["(L['x'].size()[1]*L['x'].size()[0]) == 12", "L['x'].size()[0] <= 64"]
+
+
 @pytest.mark.parametrize(
     ("expr", "result", "expected"),
     [

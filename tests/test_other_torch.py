@@ -1,13 +1,15 @@
 """The same findings with the worker on another torch, where `make compat` left its venv (else skipped).
 
 A slice of `make compat` (which runs every example): data-dependent findings, torch ≤ 2.12's
-float `.item()` bug and a graph break, compared by (file, line, code) with the pinned torch.
+float `.item()` bug and a graph break, compared by (file, line, code) with the pinned torch; and
+what `make compat` does not compare, the could-be-dynamic hints' fixes and their verification.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,3 +61,43 @@ def test_same_findings_on_another_torch(version: str, tmp_path: Path) -> None:
     reference = _findings([proj], None)
     assert ("float_branch.py", 6, "data-dependent-guard") in reference
     assert _findings([proj], str(python)) == reference
+
+
+def _hints(python: str | None) -> list[tuple[str, int, str, str, str]]:
+    """examples/dynamic_shapes/ checked with the worker on `python`: each finding with its fixes' edits
+    and the dimensions their verification made dynamic (how the probe checked its spec left out: a
+    torch without `_guards_code`, 2.8, checks it by a named export, the others read the AUTO program)."""
+    cmd = [sys.executable, "-m", "exportlens", "check", str(EXAMPLES / "dynamic_shapes"), "--format", "json", "--no-cache"]
+    if python:
+        cmd += ["--python", python]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "server")})
+    assert out.returncode == 1, out.stderr
+    checked = re.compile(r"; (plain export with (this Dim|these Dims) passes|exported with Dim\.AUTO, the program keeps (it|them) dynamic)\.")
+    return sorted(
+        (
+            os.path.basename(d["file"]),
+            d["range"]["start"]["line"],
+            d["code"],
+            checked.sub("; CHECKED.", d["message"]),
+            json.dumps([(f["edits"], f["verification"].get("made_dynamic")) for f in d["fixes"]]),
+        )
+        for d in json.loads(out.stdout)["diagnostics"]
+    )
+
+
+@pytest.fixture(scope="module")
+def pinned_hints() -> list[tuple[str, int, str, str, str]]:
+    return _hints(None)
+
+
+@pytest.mark.parametrize("version", ["2.8.0", "2.10.0", "2.12.1", "2.14.1"])
+def test_the_same_dynamic_shapes_fixes_on_another_torch(version: str, pinned_hints: list[tuple[str, int, str, str, str]]) -> None:
+    """The could-be-dynamic hints and every dynamic-shape fix read the same on each release: 2.10.0's
+    int32 indexing bounds in `_guards_code` once made conv_net's height and width "static" there
+    (`compat.input_guards`), which `make compat`'s (file, line, code) comparison cannot see."""
+    python = CACHE / f"torch-{version}" / "bin" / "python"
+    if not (python.exists() and (CACHE / f"torch-{version}" / ".ok").exists()):
+        pytest.skip(f"no cached torch {version} venv (make compat builds it)")
+    conv = [h for h in pinned_hints if h[0] == "conv_net.py" and h[2] == "could-be-dynamic"]
+    assert len(conv) == 1 and '["images.shape[0]", "images.shape[2]", "images.shape[3]"]' in conv[0][4]  # made dynamic
+    assert _hints(str(python)) == pinned_hints

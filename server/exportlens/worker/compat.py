@@ -225,12 +225,20 @@ def input_guards(ep: Any) -> list[str] | None:
     """The exported program's input guards that are not ranges, as torch's Python code
     (`(L['x'].size()[1]*L['x'].size()[0]) == 12`), checked when its module is called.
 
-    Needed by a torch whose `ExportedProgram` has no `_guards_code` (2.13.0 and 2.14.1 have it,
-    measured; 2.8 not measured; docs/torch-facts.md §10): there the could-be-dynamic probe cannot
-    tell a dimension tied by such a guard (None), and checks its spec by a second export instead.
+    None where the `ExportedProgram` has no `_guards_code` (2.8.0, measured): there the could-be-dynamic
+    probe cannot tell a dimension tied by such a guard, and checks its spec by a second export instead.
+    2.10.0 also lists the int32 indexing bounds of a convolution's input (`3*L['images'].size()[2]*
+    L['images'].size()[3] <= 2147483647`; 2.12.1 on lists none): an upper bound no real input reaches,
+    not a tie, so it is left out (docs/torch-facts.md §10).
     """
     code = getattr(ep, "_guards_code", None)
-    return [str(g) for g in code] if isinstance(code, (list, tuple)) else None
+    if not isinstance(code, (list, tuple)):
+        return None
+    return [str(g) for g in code if not _INDEX_BOUND.match(str(g))]
+
+
+# `<product of sizes> <= 2**31 - 1` (or 2**63 - 1): torch's check that the sizes fit its index type
+_INDEX_BOUND = re.compile(r"^[\w\[\]'().* ]+ <= (2147483647|9223372036854775807)$")
 
 
 def probe(torch: Any) -> dict[str, Any]:
