@@ -234,7 +234,8 @@ def input_guards(ep: Any) -> list[str] | None:
     code = getattr(ep, "_guards_code", None)
     if not isinstance(code, (list, tuple)):
         return None
-    return [str(g) for g in code if not _INDEX_BOUND.match(str(g))]
+    guards = [str(g) for g in code]
+    return [g for g in guards if not _INDEX_BOUND.match(g)]
 
 
 # `<product of sizes> <= 2**31 - 1` (or 2**63 - 1): torch's check that the sizes fit its index type
